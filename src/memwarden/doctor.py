@@ -1,0 +1,66 @@
+"""``memwarden doctor``: prove the store is sound (D3, I1, A1). Any finding means a non-zero exit.
+
+Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
+records, usage counters that disagree with the rows); every record's signature; the audit hash chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memwarden import audit
+from memwarden.service import MemoryService
+from memwarden.store.sqlite import SELECT_COLS, row_to_record
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str  # sqlite | zombie | signature | audit | usage
+    subject: str  # memory id, table or audit seq
+    problem: str
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.subject}: {self.problem}"
+
+
+_ZOMBIE_QUERIES = {
+    "memories_fts": "SELECT f.rowid FROM memories_fts f LEFT JOIN memories m ON m.rowid = f.rowid"
+                    " WHERE m.rowid IS NULL",
+    "memories (unindexed)": "SELECT m.id FROM memories m LEFT JOIN memories_fts f ON f.rowid = m.rowid"
+                            " WHERE f.rowid IS NULL",
+    "memory_history": "SELECT DISTINCT h.id FROM memory_history h LEFT JOIN memories m ON m.id = h.id"
+                      " WHERE m.id IS NULL",
+    "memory_links": "SELECT l.derived_id || ' <- ' || l.source_id FROM memory_links l"
+                    " LEFT JOIN memories a ON a.id = l.derived_id LEFT JOIN memories b ON b.id = l.source_id"
+                    " WHERE a.id IS NULL OR b.id IS NULL",
+}
+
+
+def run(service: MemoryService) -> list[Finding]:
+    findings: list[Finding] = []
+    conn = service.backend.conn
+    with service.backend.read():
+        for (msg,) in conn.execute("PRAGMA integrity_check").fetchall():
+            if msg != "ok":
+                findings.append(Finding("sqlite", str(service.path), msg))
+        for table, sql in _ZOMBIE_QUERIES.items():
+            for (subject,) in conn.execute(sql).fetchall():
+                findings.append(Finding("zombie", str(subject), f"row in {table} without its live record"))
+        usage = conn.execute(
+            "SELECT u.tenant, u.user_id, u.agent, u.kind, u.entries, u.bytes, count(m.id),"
+            " coalesce(sum(m.size_bytes), 0) FROM scope_usage u LEFT JOIN memories m ON m.tenant = u.tenant"
+            " AND m.user_id = u.user_id AND m.agent = u.agent AND m.kind = u.kind"
+            " GROUP BY u.tenant, u.user_id, u.agent, u.kind").fetchall()
+        for tenant, user, agent, kind, entries, size, real_n, real_b in usage:
+            if (entries, size) != (real_n, real_b):
+                findings.append(Finding("usage", f"{tenant}/{user}/{agent or '*shared*'}/{kind}",
+                                        f"counter says {entries} entries/{size} bytes, rows say "
+                                        f"{real_n}/{real_b}"))
+        for row in conn.execute(f"SELECT {SELECT_COLS} FROM memories m ORDER BY m.id"):
+            rec = row_to_record(row)
+            if not service.verify_record(rec):
+                findings.append(Finding("signature", rec.id,
+                                        "signature does not match content/provenance (edited outside memwarden)"))
+    for problem in audit.verify(service.backend, service.signer):
+        findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
+    return findings

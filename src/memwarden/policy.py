@@ -1,0 +1,55 @@
+"""Limits and behaviour an operator configures (R3, D1, P3, S1). Defaults are the safe ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memwarden.errors import InvalidInput
+from memwarden.records import Kind
+
+
+@dataclass(frozen=True, slots=True)
+class KindLimits:
+    max_entries: int
+    max_bytes: int
+    retention_days: int = 30  # default TTL for records of this kind (1..365)
+
+
+DEFAULT_LIMITS: dict[str, KindLimits] = {
+    Kind.PREFERENCE: KindLimits(200, 64 * 1024),
+    Kind.FACT: KindLimits(500, 256 * 1024),
+    Kind.EPISODE: KindLimits(100_000, 256 * 1024 * 1024),
+    Kind.PROCEDURE: KindLimits(100, 512 * 1024),
+    Kind.REMINDER: KindLimits(200, 64 * 1024),
+    Kind.TASK_STATE: KindLimits(200, 512 * 1024, retention_days=7),
+}
+
+MIN_RETENTION_DAYS = 1
+MAX_RETENTION_DAYS = 365
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    max_record_bytes: int = 10 * 1024  # R3
+    max_metadata_bytes: int = 2 * 1024
+    limits: dict[str, KindLimits] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    block_entries: int = 10  # P3
+    block_kinds: tuple[str, ...] = (Kind.PREFERENCE, Kind.FACT, Kind.TASK_STATE)  # P3 order of priority
+    reminder_window_back_hours: float = 36.0  # P4: 1.5 days back
+    reminder_window_forward_hours: float = 72.0  # P4: 3 days forward
+    read_shared: bool = False  # S1: an agent reads user-level shared records only when this opts in
+    default_sensitivity: str = "internal"
+    default_clearance: str = "internal"
+
+    def limits_for(self, kind: str) -> KindLimits:
+        return self.limits.get(kind, DEFAULT_LIMITS[Kind(kind)])
+
+    def retention_days(self, kind: str, ttl_days: int | None) -> int:
+        days = self.limits_for(kind).retention_days if ttl_days is None else ttl_days
+        if isinstance(days, bool) or not isinstance(days, int) or not (
+            MIN_RETENTION_DAYS <= days <= MAX_RETENTION_DAYS
+        ):
+            raise InvalidInput(
+                f"ttl_days must be a whole number of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}"
+            )
+        return days

@@ -1,0 +1,198 @@
+"""A session: one bound identity, a frozen prompt snapshot (P1) and live tool reads (P2).
+
+The memory block is rendered once, when the session starts, and kept as a string: ``system_block()`` returns the
+same bytes for the whole session whatever is written meanwhile, so the model's prompt-cache prefix never moves.
+``view``/``search`` read the live store, so the agent is never misinformed about what it just saved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from memwarden import audit, tools
+from memwarden.errors import InvalidInput, MemwardenError
+from memwarden.ids import new_id
+from memwarden.prompt_block import BlockEntry, render_memory_block, render_reminders_block
+from memwarden.records import Kind, Record, SourceType, iso, now_ms
+from memwarden.scope import Scope
+from memwarden.service import Context, WriteResult
+
+if TYPE_CHECKING:
+    from memwarden.service import MemoryService
+
+
+def parse_due(due: Any) -> int | None:
+    """A due time as unix ms from a datetime, an ISO-8601 string or unix ms."""
+    if due is None:
+        return None
+    if isinstance(due, datetime):
+        dt = due if due.tzinfo else due.replace(tzinfo=UTC)
+        return int(dt.timestamp() * 1000)
+    if isinstance(due, int) and not isinstance(due, bool):
+        return due
+    if isinstance(due, str):
+        try:
+            return parse_due(datetime.fromisoformat(due.strip().replace("Z", "+00:00")))
+        except ValueError:
+            pass
+    raise InvalidInput(f"due must be an ISO-8601 time such as 2026-12-01T09:00Z; got {str(due)[:40]!r}")
+
+
+def _entry(r: Record) -> BlockEntry:
+    return BlockEntry(id=r.id, kind=r.kind, created_at=iso(r.updated_at) or "", sensitivity=r.sensitivity_name,
+                      confidence=r.confidence, trust=r.provenance.trust, content=r.content,
+                      due_at=iso(r.due_at))
+
+
+class Session:
+    def __init__(self, service: MemoryService, scope: Scope, *, workspace: Sequence[str | os.PathLike[str]],
+                 clearance: int, read_shared: bool, source_type: str = SourceType.MODEL) -> None:
+        if not isinstance(scope, Scope):
+            raise InvalidInput("session() needs a memwarden.Scope bound by the application (S2)")
+        self.service = service
+        self.scope = scope
+        self.id = new_id()
+        self.workspace = tuple(str(Path(w).expanduser().resolve()) for w in workspace)
+        actor = f"agent:{scope.agent}" if scope.agent else f"user:{scope.user}"
+        self.context = Context(scope=scope, session_id=self.id, source_type=source_type, actor=actor,
+                               clearance=clearance, read_shared=read_shared)
+        self.closed = False
+        self._block, self.snapshot_sha256 = self._snapshot()
+
+    # --- P1/P3/P4: the frozen block ----------------------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[str, str]:
+        svc, ctx = self.service, self.context
+        records, total = svc.block_records(ctx)
+        reminders = svc.due_reminders(ctx)
+        block = render_memory_block([_entry(r) for r in records], total, max_entries=svc.policy.block_entries)
+        if reminders:
+            block += "\n" + render_reminders_block([_entry(r) for r in reminders], len(reminders),
+                                                   max_entries=svc.policy.block_entries)
+        digest = hashlib.sha256(block.encode("utf-8")).hexdigest()
+        shown = [r.id for r in records] + [r.id for r in reminders[: svc.policy.block_entries]]
+        s = self.scope
+        with svc.backend.write() as tx:
+            tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
+                       " snapshot_sha256) VALUES (?,?,?,?,?,?,?,?)",
+                       (self.id, s.tenant, s.user, s.agent_key, now_ms(), ctx.clearance,
+                        json.dumps(self.workspace), digest))
+            evs = [
+                svc._audit(tx, ctx, "session_started", None, {"snapshot_sha256": digest,
+                                                               "workspace": list(self.workspace)}),
+                audit.append(tx, svc.signer, "injected", actor=ctx.actor, tenant=s.tenant, user=s.user,
+                             agent=s.agent_key, session_id=self.id, details={"ids": shown, "total": total},
+                             read_ids=shown),
+            ]
+        svc._commit_events(evs)
+        return block, digest
+
+    def system_block(self) -> str:
+        """The memory block built at session start; byte-identical for the whole session (P1)."""
+        return self._block
+
+    # --- writes: every one goes through MemoryService.write (gate → taint → sign → store → audit) -------------
+
+    def _live(self) -> None:
+        if self.closed:
+            raise InvalidInput(f"session {self.id} is closed; start a new session")
+
+    def save(self, content: str, kind: str = Kind.FACT, *, confidence: float = 1.0,
+             sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
+             metadata: dict[str, Any] | None = None) -> WriteResult:
+        self._live()
+        return self.service.write(self.context, content, kind=kind, confidence=confidence,
+                                  sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
+                                  metadata=metadata)
+
+    def update(self, memory_id: str, content: str, *, expected_version: int, confidence: float = 1.0,
+               sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
+               metadata: dict[str, Any] | None = None) -> WriteResult:
+        """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``."""
+        self._live()
+        current = self.service.get(self.context, memory_id)
+        return self.service.write(self.context, content, kind=current.kind, confidence=confidence,
+                                  sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
+                                  metadata=metadata, update_id=memory_id, expected_version=expected_version)
+
+    def remove(self, memory_id: str) -> list[str]:
+        self._live()
+        return self.service.remove(self.context, memory_id)
+
+    def clear(self, kind: str | None = None) -> list[str]:
+        """Delete every memory in exactly this session's scope (S4)."""
+        self._live()
+        return self.service.clear(self.context, kind)
+
+    # --- P2: live reads ----------------------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, kind: str | None = None) -> list[Record]:
+        self._live()
+        found = self.service.search(self.context, query, k=k, kind=kind)
+        self.service.log_reads(self.context, "read", found, {"via": "search"})
+        return found
+
+    @overload
+    def view(self, memory_id: str) -> Record: ...
+    @overload
+    def view(self, memory_id: None = None, *, kind: str | None = None, limit: int = 100) -> list[Record]: ...
+
+    def view(self, memory_id: str | None = None, *, kind: str | None = None,
+             limit: int = 100) -> Record | list[Record]:
+        self._live()
+        if memory_id is not None:
+            rec = self.service.get(self.context, memory_id)
+            self.service.log_reads(self.context, "read", [rec], {"via": "view"})
+            return rec
+        found = self.service.list(self.context, kind=kind, limit=limit)
+        self.service.log_reads(self.context, "read", found, {"via": "list"})
+        return found
+
+    # --- agent tools -------------------------------------------------------------------------------------------
+
+    def tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
+        """Tool definitions for function calling: ``fmt`` is ``"openai"`` or ``"anthropic"``."""
+        if fmt not in ("openai", "anthropic"):
+            raise InvalidInput("fmt must be 'openai' or 'anthropic'")
+        schemas = tools.openai_tools() if fmt == "openai" else tools.anthropic_tools()
+        provider = self.service.providers.provider
+        if provider is not None:
+            for t in provider.tool_schemas():
+                schemas.append({"type": "function", "function": t} if fmt == "openai" else
+                               {"name": t["name"], "description": t.get("description", ""),
+                                "input_schema": t.get("parameters", {"type": "object"})})
+        return schemas
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
+        """Dispatch an agent tool call; ``arguments`` may be a dict or the JSON string a model produced."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+        try:
+            self._live()
+        except MemwardenError as exc:
+            return exc.to_dict()
+        return tools.dispatch(self, name, arguments)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with self.service.backend.write() as tx:
+            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), self.id))
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""SQLite schema. Every table that can hold a memory's content or id is listed in ``MEMORY_TABLES`` so that
+deletion (D3) and ``doctor`` can prove nothing is left behind."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+_RECORD_COLUMNS = """
+    tenant        TEXT    NOT NULL,
+    user_id       TEXT    NOT NULL,
+    agent         TEXT    NOT NULL,            -- '' = shared by all agents of the user
+    kind          TEXT    NOT NULL,
+    content       TEXT    NOT NULL,
+    content_hash  TEXT    NOT NULL,
+    size_bytes    INTEGER NOT NULL,
+    metadata      TEXT    NOT NULL,
+    confidence    REAL    NOT NULL,
+    sensitivity   INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,            -- unix ms
+    updated_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    due_at        INTEGER,
+    status        TEXT    NOT NULL,            -- active | review
+    derived_from  TEXT    NOT NULL,            -- JSON list of ids
+    session_id    TEXT    NOT NULL,
+    source_type   TEXT    NOT NULL,
+    sources       TEXT    NOT NULL,            -- JSON list
+    trust         TEXT    NOT NULL,
+    approval      TEXT    NOT NULL,
+    signature     TEXT    NOT NULL
+"""
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE IF NOT EXISTS memories (
+    id            TEXT    PRIMARY KEY,
+    version       INTEGER NOT NULL,
+    {_RECORD_COLUMNS}
+);
+CREATE INDEX IF NOT EXISTS memories_scope
+    ON memories (tenant, user_id, agent, kind, status, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at);
+CREATE INDEX IF NOT EXISTS memories_due ON memories (tenant, user_id, agent, due_at) WHERE due_at IS NOT NULL;
+
+-- Earlier versions of updated records (R1: update keeps history). Deleted with the record (D3).
+CREATE TABLE IF NOT EXISTS memory_history (
+    id            TEXT    NOT NULL,
+    version       INTEGER NOT NULL,
+    superseded_at INTEGER NOT NULL,
+    {_RECORD_COLUMNS},
+    PRIMARY KEY (id, version)
+);
+
+-- Full-text index over live records; rowid = memories.rowid. Same transaction as the record.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    content, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- derived_from as rows, so deleting an input finds what was derived from it (D3).
+CREATE TABLE IF NOT EXISTS memory_links (
+    derived_id TEXT NOT NULL,
+    source_id  TEXT NOT NULL,
+    PRIMARY KEY (derived_id, source_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_links_source ON memory_links (source_id);
+
+-- Live usage per scope and kind, kept by triggers so capacity checks (D1) cost O(1).
+CREATE TABLE IF NOT EXISTS scope_usage (
+    tenant TEXT NOT NULL, user_id TEXT NOT NULL, agent TEXT NOT NULL, kind TEXT NOT NULL,
+    entries INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    PRIMARY KEY (tenant, user_id, agent, kind)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS memories_usage_ins AFTER INSERT ON memories BEGIN
+    INSERT INTO scope_usage VALUES (NEW.tenant, NEW.user_id, NEW.agent, NEW.kind, 1, NEW.size_bytes)
+    ON CONFLICT DO UPDATE SET entries = entries + 1, bytes = bytes + NEW.size_bytes;
+END;
+CREATE TRIGGER IF NOT EXISTS memories_usage_del AFTER DELETE ON memories BEGIN
+    UPDATE scope_usage SET entries = entries - 1, bytes = bytes - OLD.size_bytes
+    WHERE tenant = OLD.tenant AND user_id = OLD.user_id AND agent = OLD.agent AND kind = OLD.kind;
+END;
+CREATE TRIGGER IF NOT EXISTS memories_usage_upd AFTER UPDATE OF size_bytes ON memories BEGIN
+    UPDATE scope_usage SET bytes = bytes - OLD.size_bytes + NEW.size_bytes
+    WHERE tenant = OLD.tenant AND user_id = OLD.user_id AND agent = OLD.agent AND kind = OLD.kind;
+END;
+
+CREATE TABLE IF NOT EXISTS sessions (
+    id              TEXT PRIMARY KEY,
+    tenant          TEXT NOT NULL,
+    user_id         TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    started_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    clearance       INTEGER NOT NULL,
+    workspace       TEXT NOT NULL,
+    snapshot_sha256 TEXT
+);
+
+-- Append-only, hash-chained (A1). hash = HMAC(key, prev_hash || fields); seq has no gaps.
+CREATE TABLE IF NOT EXISTS audit (
+    seq        INTEGER PRIMARY KEY,
+    ts         INTEGER NOT NULL,
+    event      TEXT NOT NULL,
+    tenant     TEXT,
+    user_id    TEXT,
+    agent      TEXT,
+    session_id TEXT,
+    memory_id  TEXT,
+    actor      TEXT NOT NULL,
+    details    TEXT NOT NULL,
+    prev_hash  TEXT NOT NULL,
+    hash       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_memory ON audit (memory_id) WHERE memory_id IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+
+-- A2 blast radius: which sessions each memory reached (index over read/injected audit rows).
+CREATE TABLE IF NOT EXISTS audit_reads (
+    memory_id  TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    PRIMARY KEY (memory_id, seq)
+) WITHOUT ROWID;
+"""
+
+# Tables that hold a memory's content (or rows keyed by its id) and must be empty of it after delete (D3).
+# The audit tables are excluded on purpose: they keep a tombstone (id, hash, who, when), never content.
+MEMORY_TABLES: dict[str, str] = {
+    "memories": "id",
+    "memory_history": "id",
+    "memory_links": "derived_id",
+}

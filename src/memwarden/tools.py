@@ -1,0 +1,177 @@
+"""Agent tools: JSON schemas (OpenAI and Anthropic function-calling formats) and the dispatcher.
+
+No schema has a tenant, user or agent parameter (S2): identity comes from the session the application opened.
+Arguments are validated with pydantic (unknown fields are refused), and every outcome — success or error — is a
+JSON-serialisable dict, so an agent always gets a clear answer and never a stack trace.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memwarden.errors import MemwardenError
+from memwarden.records import Record, iso
+
+if TYPE_CHECKING:
+    from memwarden.session import Session
+
+KindName = Literal["preference", "fact", "episode", "procedure", "reminder", "task_state"]
+SensitivityName = Literal["public", "internal", "confidential", "secret"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SaveArgs(_Args):
+    """Save a new memory. Write durable preferences and facts about the user or the work, stated as facts
+    ("User prefers Go for services"), not instructions to yourself. Saved memories appear in the memory block of
+    the next session, not this one."""
+
+    content: Annotated[str, Field(description="The memory, one fact or preference, at most 10 KB.")]
+    kind: Annotated[KindName, Field(description="What sort of memory this is.")] = "fact"
+    ttl_days: Annotated[int | None, Field(ge=1, le=365, description="Keep it this many days (default 30).")] = None
+    due: Annotated[str | None, Field(description="Reminders only: due time, ISO-8601 (e.g. 2026-12-01T09:00Z).")
+                   ] = None
+    sensitivity: Annotated[SensitivityName | None, Field(description="How sensitive it is.")] = None
+    confidence: Annotated[float, Field(ge=0, le=1, description="How sure you are, 0 to 1.")] = 1.0
+
+
+class UpdateArgs(_Args):
+    """Replace the content of a memory you can see. Pass the version you last viewed; if it changed meanwhile
+    the update is refused and you should view it again."""
+
+    id: Annotated[str, Field(description="Memory id.")]
+    content: Annotated[str, Field(description="The new content.")]
+    expected_version: Annotated[int, Field(ge=1, description="The version you last read.")]
+
+
+class RemoveArgs(_Args):
+    """Delete one memory by id (it is removed from every index)."""
+
+    id: Annotated[str, Field(description="Memory id.")]
+
+
+class ClearArgs(_Args):
+    """Delete every memory in your own scope, or only those of one kind. Cannot be undone."""
+
+    confirm: Annotated[bool, Field(description="Must be true.")]
+    kind: Annotated[KindName | None, Field(description="Only this kind.")] = None
+
+
+class SearchArgs(_Args):
+    """Search your memories (live: includes what you saved this session)."""
+
+    query: Annotated[str, Field(description="Words to look for.")]
+    k: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 5
+    kind: Annotated[KindName | None, Field(description="Only this kind.")] = None
+
+
+class ViewArgs(_Args):
+    """Show one memory by id (full content and version), or list your current memories when no id is given."""
+
+    id: Annotated[str | None, Field(description="Memory id; omit to list.")] = None
+    kind: Annotated[KindName | None, Field(description="When listing: only this kind.")] = None
+    limit: Annotated[int, Field(ge=1, le=100, description="When listing: at most this many.")] = 20
+
+
+TOOLS: dict[str, type[_Args]] = {
+    "memory_save": SaveArgs,
+    "memory_update": UpdateArgs,
+    "memory_remove": RemoveArgs,
+    "memory_clear": ClearArgs,
+    "memory_search": SearchArgs,
+    "memory_view": ViewArgs,
+}
+TOOL_NAMES = tuple(TOOLS)
+
+
+def _parameters(model: type[_Args]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _description(model: type[_Args]) -> str:
+    return " ".join((model.__doc__ or "").split())
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """Schemas in the OpenAI function-calling format (``tools=[...]``)."""
+    return [{"type": "function", "function": {"name": n, "description": _description(m),
+                                              "parameters": _parameters(m)}} for n, m in TOOLS.items()]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """Schemas in the Anthropic tool-use format (``tools=[...]``)."""
+    return [{"name": n, "description": _description(m), "input_schema": _parameters(m)}
+            for n, m in TOOLS.items()]
+
+
+def record_for_agent(r: Record, *, full: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": r.id, "kind": r.kind, "version": r.version, "updated_at": iso(r.updated_at),
+                           "expires_at": iso(r.expires_at), "confidence": r.confidence,
+                           "sensitivity": r.sensitivity_name, "trust": r.provenance.trust,
+                           "content": r.content if full else r.preview(120)}
+    if r.due_at is not None:
+        out["due"] = iso(r.due_at)
+    return out
+
+
+def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": code, "message": message, **extra}
+
+
+def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
+    """Run one tool call for ``session``; always returns a JSON-serialisable dict."""
+    model = TOOLS.get(name)
+    if model is None:
+        provider = session.service.providers.provider
+        if provider is not None and name in {t.get("name") for t in provider.tool_schemas()}:
+            try:
+                return {"result": provider.call_tool(name, arguments or {}, session.scope)}
+            except Exception as exc:  # the provider is outside our control; report, never raise
+                return _error("provider_error", f"{provider.name}: {type(exc).__name__}: {exc}")
+        return _error("unknown_tool", f"no tool named {name!r}; available: {', '.join(TOOL_NAMES)}")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return _error("invalid_arguments", f"{name} takes a JSON object of arguments")
+    try:
+        args = model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                             for e in exc.errors(include_url=False))
+        return _error("invalid_arguments", f"{name}: {problems}")
+    try:
+        return _run(session, args)
+    except MemwardenError as exc:
+        return exc.to_dict()
+
+
+def _run(session: Session, args: _Args) -> dict[str, Any]:
+    if isinstance(args, SaveArgs):
+        return session.save(args.content, kind=args.kind, ttl_days=args.ttl_days, due=args.due,
+                            sensitivity=args.sensitivity, confidence=args.confidence).to_dict()
+    if isinstance(args, UpdateArgs):
+        return session.update(args.id, args.content, expected_version=args.expected_version).to_dict()
+    if isinstance(args, RemoveArgs):
+        return {"status": "removed", "ids": session.remove(args.id)}
+    if isinstance(args, ClearArgs):
+        if not args.confirm:
+            return _error("invalid_arguments", "memory_clear needs confirm=true")
+        ids = session.clear(args.kind)
+        return {"status": "cleared", "count": len(ids), "ids": ids}
+    if isinstance(args, SearchArgs):
+        return {"results": [record_for_agent(r) for r in session.search(args.query, k=args.k, kind=args.kind)]}
+    assert isinstance(args, ViewArgs)
+    if args.id is not None:
+        return {"memory": record_for_agent(session.view(args.id))}
+    listed = session.view(kind=args.kind, limit=args.limit)
+    return {"memories": [record_for_agent(r, full=False) for r in listed], "count": len(listed)}
