@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwarden import audit
 from memwarden.errors import (
@@ -43,6 +43,9 @@ from memwarden.records import (
 from memwarden.scope import Scope
 from memwarden.signing import Signer
 from memwarden.store.sqlite import SELECT_COLS, SqliteBackend, Tx, open_backend, row_to_record, scope_clause
+
+if TYPE_CHECKING:
+    from memwarden.session import Session
 
 DAY_MS = 86_400_000
 MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the audit log
