@@ -415,12 +415,12 @@ class MemoryService:
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One record in scope, served only if it verifies; held records are refused (T2)."""
         where, params = scope_clause(ctx.scope, ctx.read_shared)
-        row = self.backend.conn.execute(
+        rows = self.backend.query(
             f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ? AND {where} AND m.expires_at > ?"
-            " AND m.sensitivity <= ?", (memory_id, *params, now_ms(), ctx.clearance)).fetchone()
-        if row is None:
+            " AND m.sensitivity <= ?", (memory_id, *params, now_ms(), ctx.clearance))
+        if not rows:
             raise NotFound(f"no memory {memory_id} in this scope")
-        rec = row_to_record(row)
+        rec = row_to_record(rows[0])
         if not self.signer.verify_record(rec):
             self._integrity_events(ctx, [rec])
             raise IntegrityError(f"memory {memory_id} failed signature verification and is not served; "
@@ -523,16 +523,15 @@ class MemoryService:
         return self.signer.verify_record(rec)
 
     def operator_get(self, memory_id: str) -> Record:
-        row = self.backend.conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?",
-                                        (memory_id,)).fetchone()
-        if row is None:
+        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
+        if not rows:
             raise NotFound(f"no memory {memory_id}")
-        return row_to_record(row)
+        return row_to_record(rows[0])
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
-        rows = self.backend.conn.execute(
+        rows = self.backend.query(
             "SELECT version, superseded_at, content, session_id, source_type FROM memory_history WHERE id = ?"
-            " ORDER BY version", (memory_id,)).fetchall()
+            " ORDER BY version", (memory_id,))
         return [{"version": v, "superseded_at": s, "content": c, "session_id": sid, "source_type": st}
                 for v, s, c, sid, st in rows]
 

@@ -144,6 +144,11 @@ class SqliteBackend:
             finally:
                 self.conn.execute("COMMIT")
 
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        """One read statement under the connection lock (no transaction needed for a single SELECT)."""
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
     # --- record primitives (called inside ``write()``) -------------------------------------------------------
 
     @staticmethod
