@@ -2,14 +2,16 @@
 
 Each row's ``hash`` is HMAC(key, prev_hash || seq, ts, event, scope, session, memory, actor, details). Because the
 link is keyed, someone who edits the database without the key cannot recompute the chain; ``verify`` detects an
-edited field, a deleted row (a gap in ``seq`` or a broken link) and reordered rows. Tombstones carry id and hash,
-never content; only rejected candidates (never stored anywhere else) are kept in full (G6).
+edited field, a deleted row (a gap in ``seq`` or a broken link) and reordered rows. The head of the chain (last
+seq and hash) is anchored in ``meta`` under its own keyed MAC, so deleting the newest rows is detected too.
+Tombstones carry id and hash, never content; only rejected candidates (never stored anywhere else) are kept in
+full (G6). Which sessions a memory reached (A2) is read from the chained rows themselves.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +26,7 @@ READ_EVENTS = ("read", "injected")
 
 def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None = None,
            user: str | None = None, agent: str | None = None, session_id: str | None = None,
-           memory_id: str | None = None, details: dict[str, Any] | None = None,
-           read_ids: Iterable[str] = ()) -> Event:
+           memory_id: str | None = None, details: dict[str, Any] | None = None) -> Event:
     """Append one event inside the caller's write transaction and return it (publish after commit)."""
     last = tx.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
@@ -38,11 +39,13 @@ def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None
         " prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json, prev, h),
     )
-    if session_id:
-        tx.executemany("INSERT OR IGNORE INTO audit_reads VALUES (?, ?, ?)",
-                       [(mid, seq, session_id) for mid in read_ids])
+    tx.execute("INSERT OR REPLACE INTO meta VALUES ('audit_head', ?)", (_head(signer, seq, h),))
     return Event(event=event, ts=ts, seq=seq, memory_id=memory_id, session_id=session_id, tenant=tenant,
                  user=user, agent=agent, actor=actor, details=det)
+
+
+def _head(signer: Signer, seq: int, h: str) -> str:
+    return f"{seq}:{h}:{signer.audit_link('head', (seq, h))}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,15 @@ def verify(backend: SqliteBackend, signer: Signer) -> list[ChainProblem]:
             if want != h:
                 problems.append(ChainProblem(seq, "row content does not match its hash (edited)"))
             expected_seq, prev = seq + 1, h
+        anchor = conn.execute("SELECT value FROM meta WHERE key = 'audit_head'").fetchone()
+    last_seq = expected_seq - 1
+    if anchor is None:
+        if last_seq:
+            problems.append(ChainProblem(last_seq, "the chain's head anchor is missing"))
+    elif anchor[0] != _head(signer, last_seq, prev):
+        claimed = str(anchor[0]).split(":", 1)[0]
+        problems.append(ChainProblem(last_seq, f"the chain ends at row {last_seq} but its anchor says {claimed}"
+                                               " (newest rows deleted, or the anchor edited)"))
     return problems
 
 
@@ -95,12 +107,11 @@ def log_rows(backend: SqliteBackend, *, limit: int = 50, event: str | None = Non
 
 def reads_of(backend: SqliteBackend, memory_id: str) -> Iterator[dict[str, Any]]:
     """A2: every session a memory reached (through the prompt block or a tool result), oldest first."""
-    with backend.read() as conn:
-        rows = conn.execute(
-            "SELECT r.session_id, a.event, a.ts, a.seq, a.actor, a.tenant, a.user_id, a.agent"
-            " FROM audit_reads r JOIN audit a ON a.seq = r.seq WHERE r.memory_id = ? ORDER BY r.seq",
-            (memory_id,),
-        ).fetchall()
+    rows = backend.query(
+        "SELECT a.session_id, a.event, a.ts, a.seq, a.actor, a.tenant, a.user_id, a.agent"
+        " FROM audit a, json_each(CASE WHEN json_valid(a.details) THEN a.details ELSE '{}' END, '$.ids') j"
+        f" WHERE a.event IN ({', '.join(repr(e) for e in READ_EVENTS)}) AND j.value = ? ORDER BY a.seq",
+        (memory_id,))
     for sid, ev, ts, seq, actor, tenant, user, agent in rows:
         yield {"session_id": sid, "event": ev, "ts": ts, "seq": seq, "actor": actor, "tenant": tenant,
                "user": user, "agent": agent or None}

@@ -1,7 +1,9 @@
 """``memwarden doctor``: prove the store is sound (D3, I1, A1). Any finding means a non-zero exit.
 
 Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
-records, usage counters that disagree with the rows); every record's signature; the audit hash chain.
+records or missing links, usage counters and sizes that disagree with the rows); every record's signature and its
+agreement with the audit history (no rollback to an old signed version, no deleted row put back); the audit
+hash chain and its head anchor.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 from memwarden import audit
 from memwarden.service import MemoryService
-from memwarden.store.sqlite import SELECT_COLS, row_to_record
+from memwarden.store.sqlite import SELECT_COLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,13 @@ _ZOMBIE_QUERIES = {
                     " LEFT JOIN memories a ON a.id = l.derived_id LEFT JOIN memories b ON b.id = l.source_id"
                     " WHERE a.id IS NULL OR b.id IS NULL",
 }
+_MISSING_LINKS = (
+    "SELECT m.id || ' <- ' || j.value FROM memories m,"
+    " json_each(CASE WHEN json_valid(m.derived_from) THEN m.derived_from ELSE '[]' END) j"
+    " WHERE m.derived_from != '[]' AND NOT EXISTS"
+    " (SELECT 1 FROM memory_links l WHERE l.derived_id = m.id AND l.source_id = j.value)"
+)
+_BAD_SIZES = "SELECT id FROM memories WHERE size_bytes IS NOT length(CAST(content AS BLOB))"
 
 
 def run(service: MemoryService) -> list[Finding]:
@@ -56,11 +65,13 @@ def run(service: MemoryService) -> list[Finding]:
                 findings.append(Finding("usage", f"{tenant}/{user}/{agent or '*shared*'}/{kind}",
                                         f"counter says {entries} entries/{size} bytes, rows say "
                                         f"{real_n}/{real_b}"))
-        for row in conn.execute(f"SELECT {SELECT_COLS} FROM memories m ORDER BY m.id"):
-            rec = row_to_record(row)
-            if not service.verify_record(rec):
-                findings.append(Finding("signature", rec.id,
-                                        "signature does not match content/provenance (edited outside memwarden)"))
+        for (subject,) in conn.execute(_MISSING_LINKS).fetchall():
+            findings.append(Finding("zombie", str(subject), "derived_from edge missing from memory_links"))
+        for (mid,) in conn.execute(_BAD_SIZES).fetchall():
+            findings.append(Finding("usage", str(mid), "size_bytes does not match the content"))
+        rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m ORDER BY m.id").fetchall()
+    for mid, why in service.refused(rows):
+        findings.append(Finding("signature", mid, why))
     for problem in audit.verify(service.backend, service.signer):
         findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
     return findings

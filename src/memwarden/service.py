@@ -8,8 +8,10 @@ in one transaction. Reads build their scope filter into SQL (S3), verify each ro
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,15 @@ from memwarden.records import (
 )
 from memwarden.scope import Scope
 from memwarden.signing import Signer
-from memwarden.store.sqlite import SELECT_COLS, SqliteBackend, Tx, open_backend, row_to_record, scope_clause
+from memwarden.store.sqlite import (
+    SELECT_COLS,
+    SqliteBackend,
+    Tx,
+    decode_row,
+    open_backend,
+    row_to_record,
+    scope_clause,
+)
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -96,6 +106,7 @@ class MemoryService:
         from memwarden.providers import ProviderRegistry
 
         self.providers = ProviderRegistry()
+        self._refused: list[tuple[Context, str, str]] = []  # rows refused inside a transaction, reported after it
         self._check_key(key)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -180,10 +191,15 @@ class MemoryService:
                           session_id=ctx.session_id, source_type=ctx.source_type, sources=tuple(ctx.sources),
                           trust=trust, approval="none")
         size = len(content.encode("utf-8"))
-        with self.backend.write() as tx:
+        events: list[Event] = []
+        with self._tx() as tx:
             if update_id is None:
-                derived = self._check_derived(tx, ctx, derived_from)
-                self._check_capacity(tx, ctx, kind, size)
+                derived, inherited = self._check_derived(tx, ctx, derived_from)
+                if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
+                    trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
+                    status = Status.REVIEW
+                    prov = replace(prov, trust=trust)
+                self._check_capacity(tx, ctx, kind, size, events)
                 record = Record(
                     id=new_id(), version=1, kind=kind, content=content, content_hash=content_hash(content),
                     metadata=metadata or {}, confidence=float(confidence), sensitivity=sens, created_at=now,
@@ -194,7 +210,7 @@ class MemoryService:
                 old = self._current_for_update(tx, ctx, update_id, expected_version)  # type: ignore[arg-type]
                 if old.kind != kind:
                     raise InvalidInput(f"memory {update_id} is a {old.kind}; an update cannot change its kind")
-                self._check_capacity(tx, ctx, kind, size - old.size_bytes, adding=False)
+                self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
                 least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
                 record = replace(
                     old, version=old.version + 1, content=content, content_hash=content_hash(content),
@@ -218,13 +234,22 @@ class MemoryService:
                              {"version": record.version, "kind": record.kind, "content_hash": record.content_hash,
                               "bytes": record.size_bytes, "trust": record.provenance.trust,
                               "source_type": ctx.source_type, "rules": verdict.rules})
-        self._commit_events([ev])
+        self._commit_events([*events, ev])
         if record.status == Status.REVIEW:
             why = verdict.reason() if verdict.verdict == REVIEW else "this session ingested untrusted content"
             return WriteResult("review", record.id, record.version, verdict,
                                f"held for operator review ({why}); it will not be recalled until approved",
                                record)
         return WriteResult("accepted", record.id, record.version, verdict, "saved", record)
+
+    @contextmanager
+    def _tx(self) -> Iterator[Tx]:
+        """A write transaction; rows refused inside it are reported after it ends, committed or not."""
+        try:
+            with self.backend.write() as tx:
+                yield tx
+        finally:
+            self._report_refused()
 
     def _reject(self, ctx: Context, content: Any, verdict: Verdict, memory_id: str | None) -> WriteResult:
         shown = content if isinstance(content, str) else repr(content)
@@ -236,26 +261,28 @@ class MemoryService:
         self._commit_events([ev])
         return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
 
-    def _audit(self, tx: Tx, ctx: Context, event: str, memory_id: str | None, details: dict[str, Any],
-               read_ids: Iterable[str] = ()) -> Event:
+    def _audit(self, tx: Tx, ctx: Context, event: str, memory_id: str | None, details: dict[str, Any]) -> Event:
         s = ctx.scope
         return audit.append(tx, self.signer, event, actor=ctx.actor, tenant=s.tenant, user=s.user,
-                            agent=s.agent_key, session_id=ctx.session_id, memory_id=memory_id, details=details,
-                            read_ids=read_ids)
+                            agent=s.agent_key, session_id=ctx.session_id, memory_id=memory_id, details=details)
 
-    def _check_derived(self, tx: Tx, ctx: Context, ids: Sequence[str]) -> tuple[str, ...]:
+    def _check_derived(self, tx: Tx, ctx: Context, ids: Sequence[str]) -> tuple[tuple[str, ...], str]:
+        """Inputs of a derived record must be visible to the caller; returns them and their least trust (Q4)."""
         if not ids:
-            return ()
-        where, params = scope_clause(ctx.scope, ctx.read_shared)
-        found = {r[0] for r in tx.execute(
-            f"SELECT m.id FROM memories m WHERE {where} AND m.id IN ({','.join('?' * len(ids))})",
-            (*params, *ids))}
+            return (), Trust.TRUSTED
+        where, params = self._visible(ctx)
+        rows = tx.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
+                          f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
+        found = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         missing = [i for i in ids if i not in found]
         if missing:
-            raise InvalidInput(f"derived_from names records not in this scope: {', '.join(missing)}")
-        return tuple(dict.fromkeys(ids))
+            raise InvalidInput(f"derived_from names records not visible in this scope: {', '.join(missing)}")
+        least = (Trust.UNTRUSTED if any(r.provenance.trust == Trust.UNTRUSTED for r in found.values())
+                 else Trust.TRUSTED)
+        return tuple(dict.fromkeys(ids)), least
 
-    def _check_capacity(self, tx: Tx, ctx: Context, kind: str, extra_bytes: int, adding: bool = True) -> None:
+    def _check_capacity(self, tx: Tx, ctx: Context, kind: str, extra_bytes: int, events: list[Event],
+                        adding: bool = True) -> None:
         lim = self.policy.limits_for(kind)
         key = (ctx.scope.tenant, ctx.scope.user, ctx.scope.agent_key, kind)
         usage_sql = "SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
@@ -264,28 +291,35 @@ class MemoryService:
             entries, used = row[0] + (1 if adding else 0), row[1] + extra_bytes
             if entries <= lim.max_entries and used <= lim.max_bytes:
                 return
-            if attempt == 0 and not self._purge_expired(tx, ctx, key):
+            if attempt == 0 and not self._purge_expired(tx, ctx, key, events):
                 break  # nothing expired to make room
         limit = (f"at most {lim.max_entries} entries" if entries > lim.max_entries
                  else f"at most {lim.max_bytes} bytes")
         rows = tx.execute(
-            "SELECT id, size_bytes, content, status FROM memories"
-            " WHERE tenant=? AND user_id=? AND agent=? AND kind=? ORDER BY updated_at, id", key).fetchall()
+            f"SELECT {SELECT_COLS} FROM memories m"
+            " WHERE m.tenant=? AND m.user_id=? AND m.agent=? AND m.kind=? ORDER BY m.updated_at, m.id", key).fetchall()
+        served = {r.id for r in self._serve(ctx, rows, tx=tx)}
         entries_out = []
-        for mid, size, content, status in rows:
-            flat = " ".join(str(content).split())
-            preview = ("(held for operator review)" if status == Status.REVIEW
-                       else flat if len(flat) <= 80 else flat[:79] + "…")
-            entries_out.append({"id": mid, "bytes": size, "preview": preview})
+        for row in rows:  # every entry is listed (D1); only verified, visible ones show their content
+            rec = decode_row(row)
+            mid = str(row[0])
+            if mid not in served or rec is None:
+                entries_out.append({"id": mid, "bytes": None, "preview": "(failed verification)"})
+            elif rec.status == Status.REVIEW:
+                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(held for operator review)"})
+            elif rec.sensitivity > ctx.clearance:
+                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(above your clearance)"})
+            else:
+                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": rec.preview(80)})
         raise CapacityError(kind, limit, entries_out)
 
-    def _purge_expired(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str]) -> int:
+    def _purge_expired(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], events: list[Event]) -> int:
         now = now_ms()
         ids = [r[0] for r in tx.execute(
             "SELECT id FROM memories WHERE tenant=? AND user_id=? AND agent=? AND kind=? AND expires_at <= ?",
             (*key, now))]
         for mid in ids:
-            self._delete_tx(tx, ctx, mid, "expired", [])
+            self._delete_tx(tx, ctx, mid, "expired", events)
         return len(ids)
 
     def _current_for_update(self, tx: Tx, ctx: Context, memory_id: str, expected: int) -> Record:
@@ -294,9 +328,9 @@ class MemoryService:
                          (memory_id, *params, now_ms())).fetchone()
         if row is None:
             raise NotFound(f"no memory {memory_id} in this scope")
+        if not self._serve(ctx, [row], tx=tx):
+            raise IntegrityError(f"memory {memory_id} failed verification; it cannot be updated")
         rec = row_to_record(row)
-        if not self.signer.verify_record(rec):
-            raise IntegrityError(f"memory {memory_id} failed signature verification; it cannot be updated")
         if rec.status == Status.REVIEW and not ctx.actor.startswith("operator"):
             raise HeldForReview(f"memory {memory_id} is held for operator review and cannot be updated")
         if rec.version != expected:
@@ -332,14 +366,16 @@ class MemoryService:
         where, params = scope_clause(ctx.scope, read_shared=False)
         events: list[Event] = []
         with self.backend.write() as tx:
-            row = tx.execute(f"SELECT m.status FROM memories m WHERE m.id = ? AND {where}",
-                             (memory_id, *params)).fetchone()
+            row = tx.execute(f"SELECT m.status FROM memories m WHERE m.id = ? AND {where}"
+                             " AND m.expires_at > ? AND m.sensitivity <= ?",
+                             (memory_id, *params, now_ms(), ctx.clearance)).fetchone()
             if row is None:
                 raise NotFound(f"no memory {memory_id} in this scope")
             if row[0] == Status.REVIEW and not include_held:
                 raise HeldForReview(f"memory {memory_id} is held for operator review; only an operator can "
                                     "reject it")
             removed = self._delete_tx(tx, ctx, memory_id, "removed", events)
+        self.backend.scrub()
         self._commit_events(events)
         return removed
 
@@ -348,7 +384,8 @@ class MemoryService:
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {kind!r}")
         where, params = scope_clause(ctx.scope, read_shared=False)
-        sql = f"SELECT m.id FROM memories m WHERE {where}"
+        sql = f"SELECT m.id FROM memories m WHERE {where} AND m.sensitivity <= ?"
+        params.append(ctx.clearance)
         if kind:
             sql += " AND m.kind = ?"
             params.append(kind)
@@ -360,11 +397,13 @@ class MemoryService:
             for (mid,) in tx.execute(sql, params).fetchall():
                 if mid not in removed:
                     removed += self._delete_tx(tx, ctx, mid, "removed", events, reason="clear")
+        self.backend.scrub(compact_index=bool(removed))
         self._commit_events(events)
         return removed
 
     def gc(self, actor: str = "operator:gc") -> list[str]:
-        """D2: purge expired records everywhere (they were already invisible to every read)."""
+        """D2: purge expired records everywhere (they were already invisible to every read), then compact the
+        full-text index and truncate the WAL so no physical remnant of any deleted record is left (D3)."""
         events: list[Event] = []
         removed: list[str] = []
         with self.backend.write() as tx:
@@ -376,6 +415,7 @@ class MemoryService:
                 ctx = Context(Scope(tenant, user, agent or None), session_id="gc", actor=actor,
                               source_type=SourceType.OPERATOR)
                 removed += self._delete_tx(tx, ctx, mid, "expired", events)
+        self.backend.scrub(compact_index=True)
         self._commit_events(events)
         return removed
 
@@ -387,47 +427,80 @@ class MemoryService:
         return (f"{where} AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity <= ?",
                 [*params, now_ms(), ctx.clearance])
 
-    def _verified(self, ctx: Context, rows: Iterable[Sequence[object]]) -> list[Record]:
-        """Drop (and report) every row whose signature fails: it is never served (I1, T6)."""
-        good, bad = [], []
+    def _check(self, db: Any, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
+        """Decode each row, verify its signature and that it is the version its audit history says is current.
+        Returns (servable records, refused (id, why)). A refused row is never served (I1, T6)."""
+        recs: list[Record] = []
+        bad: list[tuple[str, str]] = []
         for row in rows:
-            rec = row_to_record(row)
-            (good if self.signer.verify_record(rec) else bad).append(rec)
-        if bad:
-            self._integrity_events(ctx, bad)
+            rec = decode_row(row)
+            if rec is None or not self.signer.verify_record(rec):
+                bad.append((str(row[0]), "signature mismatch or malformed row: edited outside memwarden"))
+            else:
+                recs.append(rec)
+        if not recs:
+            return recs, bad
+        latest = latest_lifecycle(db, [r.id for r in recs])
+        good = []
+        for r in recs:
+            ev = latest.get(r.id)
+            if ev is None or ev[0] not in LIVE_EVENTS or ev[1].get("version") != r.version \
+                    or ev[1].get("content_hash") != r.content_hash:
+                bad.append((r.id, "record does not match its audit history (rolled back or resurrected)"))
+            else:
+                good.append(r)
+        return good, bad
+
+    def _serve(self, ctx: Context, rows: Iterable[Sequence[object]], *, tx: Tx) -> list[Record]:
+        """``_check`` inside a write transaction; failures are reported once the transaction has ended."""
+        good, bad = self._check(tx, rows)
+        self._refused.extend((ctx, mid, why) for mid, why in bad)
         return good
 
-    def _integrity_events(self, ctx: Context, bad: Sequence[Record]) -> None:
+    def _report_refused(self) -> None:
+        pending, self._refused = self._refused, []
+        for ctx, mid, why in pending:
+            self._integrity_events(ctx, [(mid, why)])
+
+    def _integrity_events(self, ctx: Context, bad: Sequence[tuple[str, str]]) -> None:
+        if not bad:
+            return
         with self.backend.write() as tx:
-            evs = [self._audit(tx, ctx, "integrity_failure", r.id,
-                               {"problem": "signature mismatch: row edited outside memwarden",
-                                "stored_hash": r.content_hash}) for r in bad]
+            evs = [self._audit(tx, ctx, "integrity_failure", mid, {"problem": why}) for mid, why in bad]
         self._commit_events(evs)
+
+    def _read(self, ctx: Context, sql: str, params: Sequence[object]) -> list[Record]:
+        with self.backend.read() as conn:
+            good, bad = self._check(conn, conn.execute(sql, params).fetchall())
+        self._integrity_events(ctx, bad)
+        return good
 
     def log_reads(self, ctx: Context, event: str, records: Sequence[Record], details: dict[str, Any]) -> Event:
         """A2: record which memories reached this session, with how."""
         ids = [r.id for r in records]
         with self.backend.write() as tx:
-            ev = self._audit(tx, ctx, event, None, {**details, "ids": ids}, read_ids=ids)
+            ev = self._audit(tx, ctx, event, None, {**details, "ids": ids})
         self._commit_events([ev])
         return ev
 
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One record in scope, served only if it verifies; held records are refused (T2)."""
         where, params = scope_clause(ctx.scope, ctx.read_shared)
-        rows = self.backend.query(
-            f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ? AND {where} AND m.expires_at > ?"
-            " AND m.sensitivity <= ?", (memory_id, *params, now_ms(), ctx.clearance))
+        with self.backend.read() as conn:
+            rows = conn.execute(
+                f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ? AND {where} AND m.expires_at > ?"
+                " AND m.sensitivity <= ?", (memory_id, *params, now_ms(), ctx.clearance)).fetchall()
+            good, bad = self._check(conn, rows)
         if not rows:
             raise NotFound(f"no memory {memory_id} in this scope")
-        rec = row_to_record(rows[0])
-        if not self.signer.verify_record(rec):
-            self._integrity_events(ctx, [rec])
-            raise IntegrityError(f"memory {memory_id} failed signature verification and is not served; "
+        if bad:
+            self._integrity_events(ctx, bad)
+            raise IntegrityError(f"memory {memory_id} failed verification and is not served; "
                                  "an operator should run `memwarden doctor`")
+        rec = good[0]
         if rec.status == Status.REVIEW:
             raise HeldForReview(f"memory {memory_id} is held for review; ask an operator to review it "
-                                "(`memwarden review show {memory_id}`)")
+                                f"(`memwarden review show {memory_id}`)")
         return rec
 
     def list(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
@@ -435,44 +508,33 @@ class MemoryService:
         if kind is not None:
             where += " AND m.kind = ?"
             params.append(kind)
-        with self.backend.read() as conn:
-            rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                                " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?", (*params, limit)).fetchall()
-        return self._verified(ctx, rows)
-
-    def count(self, ctx: Context, kinds: Sequence[str]) -> int:
-        where, params = self._visible(ctx)
-        with self.backend.read() as conn:
-            return int(conn.execute(
-                f"SELECT count(*) FROM memories m WHERE {where} AND m.kind IN ({','.join('?' * len(kinds))})",
-                (*params, *kinds)).fetchone()[0])
+        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
+                               " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?", (*params, limit))
 
     def block_records(self, ctx: Context) -> tuple[list[Record], int]:
         """P3: the newest entries of the block kinds in priority order, and how many such entries exist."""
         kinds = self.policy.block_kinds
         where, params = self._visible(ctx)
-        order = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(kinds))
+        marks = ",".join("?" * len(kinds))
+        order = " ".join(f"WHEN ? THEN {i}" for i in range(len(kinds)))
         want = self.policy.block_entries
+        good: list[Record] = []
+        bad: list[tuple[str, str]] = []
         with self.backend.read() as conn:
-            total = int(conn.execute(
-                f"SELECT count(*) FROM memories m WHERE {where} AND m.kind IN ({','.join('?' * len(kinds))})",
-                (*params, *kinds)).fetchone()[0])
-            sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                   f" AND m.kind IN ({','.join('?' * len(kinds))})"
+            total = int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where} AND m.kind IN ({marks})",
+                                     (*params, *kinds)).fetchone()[0])
+            sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind IN ({marks})"
                    f" ORDER BY CASE m.kind {order} END, m.updated_at DESC, m.id DESC LIMIT ? OFFSET ?")
-            good: list[Record] = []
-            bad: list[Record] = []
             offset = 0
-            while len(good) < want:  # a row that fails verification is skipped; keep filling the block
-                rows = conn.execute(sql, (*params, *kinds, want - len(good), offset)).fetchall()
+            while len(good) < want:  # a refused row is skipped; keep filling the block
+                rows = conn.execute(sql, (*params, *kinds, *kinds, want - len(good), offset)).fetchall()
                 if not rows:
                     break
                 offset += len(rows)
-                for row in rows:
-                    rec = row_to_record(row)
-                    (good if self.signer.verify_record(rec) else bad).append(rec)
-        if bad:
-            self._integrity_events(ctx, bad)
+                g, b = self._check(conn, rows)
+                good += g
+                bad += b
+        self._integrity_events(ctx, bad)
         return good, total - len(bad)
 
     def due_reminders(self, ctx: Context, now: int | None = None) -> list[Record]:
@@ -481,11 +543,8 @@ class MemoryService:
         lo = now - int(self.policy.reminder_window_back_hours * 3_600_000)
         hi = now + int(self.policy.reminder_window_forward_hours * 3_600_000)
         where, params = self._visible(ctx)
-        with self.backend.read() as conn:
-            rows = conn.execute(
-                f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = 'reminder'"
-                " AND m.due_at BETWEEN ? AND ? ORDER BY m.due_at, m.id", (*params, lo, hi)).fetchall()
-        return self._verified(ctx, rows)
+        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = 'reminder'"
+                               " AND m.due_at BETWEEN ? AND ? ORDER BY m.due_at, m.id", (*params, lo, hi))
 
     def search(self, ctx: Context, query: str, k: int = 5, kind: str | None = None) -> list[Record]:
         """Lexical (FTS5/BM25) search inside the caller's scope; filters are part of the query (S3, Q1)."""
@@ -500,12 +559,9 @@ class MemoryService:
         if kind is not None:
             where += " AND m.kind = ?"
             params.append(kind)
-        with self.backend.read() as conn:
-            rows = conn.execute(
-                f"SELECT {SELECT_COLS} FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts), m.id LIMIT ?",
-                (match, *params, k)).fetchall()
-        return self._verified(ctx, rows)
+        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
+                               f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts), m.id LIMIT ?",
+                          (match, *params, k))
 
     # --- operator views ----------------------------------------------------------------------------------------
 
@@ -522,6 +578,11 @@ class MemoryService:
     def verify_record(self, rec: Record) -> bool:
         return self.signer.verify_record(rec)
 
+    def refused(self, rows: Iterable[Sequence[object]]) -> list[tuple[str, str]]:
+        """Operator check (doctor): which of these rows would be refused, and why."""
+        with self.backend.read() as conn:
+            return self._check(conn, rows)[1]
+
     def operator_get(self, memory_id: str) -> Record:
         rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
         if not rows:
@@ -534,6 +595,30 @@ class MemoryService:
             " ORDER BY version", (memory_id,))
         return [{"version": v, "superseded_at": s, "content": c, "session_id": sid, "source_type": st}
                 for v, s, c, sid, st in rows]
+
+
+LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
+LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
+
+
+def latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The newest lifecycle audit event of each id: a live record must match its version and content hash,
+    which catches a row rolled back to an older signed version or a deleted row put back."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    events = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        rows = db.execute(
+            "SELECT memory_id, event, details FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
+            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({events}) GROUP BY memory_id)",
+            chunk).fetchall()
+        for mid, event, details in rows:
+            try:
+                parsed = json.loads(details)
+            except ValueError:
+                parsed = {}
+            out[mid] = (event, parsed if isinstance(parsed, dict) else {})
+    return out
 
 
 def fts_query(text: str) -> str:

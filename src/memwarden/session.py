@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from memwarden import audit, tools
+from memwarden import tools
 from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.ids import new_id
 from memwarden.prompt_block import BlockEntry, render_memory_block, render_reminders_block
@@ -86,9 +86,7 @@ class Session:
             evs = [
                 svc._audit(tx, ctx, "session_started", None, {"snapshot_sha256": digest,
                                                                "workspace": list(self.workspace)}),
-                audit.append(tx, svc.signer, "injected", actor=ctx.actor, tenant=s.tenant, user=s.user,
-                             agent=s.agent_key, session_id=self.id, details={"ids": shown, "total": total},
-                             read_ids=shown),
+                svc._audit(tx, ctx, "injected", None, {"ids": shown, "total": total}),
             ]
         svc._commit_events(evs)
         return block, digest

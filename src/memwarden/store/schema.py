@@ -64,6 +64,8 @@ CREATE TABLE IF NOT EXISTS memory_links (
     PRIMARY KEY (derived_id, source_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memory_links_source ON memory_links (source_id);
+-- Records with a non-empty derived_from, so deletion can also follow the signed column, not only the links.
+CREATE INDEX IF NOT EXISTS memories_derived ON memories (id) WHERE derived_from != '[]';
 
 -- Live usage per scope and kind, kept by triggers so capacity checks (D1) cost O(1).
 CREATE TABLE IF NOT EXISTS scope_usage (
@@ -71,16 +73,18 @@ CREATE TABLE IF NOT EXISTS scope_usage (
     entries INTEGER NOT NULL, bytes INTEGER NOT NULL,
     PRIMARY KEY (tenant, user_id, agent, kind)
 ) WITHOUT ROWID;
+-- Sizes come from the (signed) content itself, not from the size_bytes column.
 CREATE TRIGGER IF NOT EXISTS memories_usage_ins AFTER INSERT ON memories BEGIN
-    INSERT INTO scope_usage VALUES (NEW.tenant, NEW.user_id, NEW.agent, NEW.kind, 1, NEW.size_bytes)
-    ON CONFLICT DO UPDATE SET entries = entries + 1, bytes = bytes + NEW.size_bytes;
+    INSERT INTO scope_usage VALUES (NEW.tenant, NEW.user_id, NEW.agent, NEW.kind, 1,
+                                    length(CAST(NEW.content AS BLOB)))
+    ON CONFLICT DO UPDATE SET entries = entries + 1, bytes = bytes + length(CAST(NEW.content AS BLOB));
 END;
 CREATE TRIGGER IF NOT EXISTS memories_usage_del AFTER DELETE ON memories BEGIN
-    UPDATE scope_usage SET entries = entries - 1, bytes = bytes - OLD.size_bytes
+    UPDATE scope_usage SET entries = entries - 1, bytes = bytes - length(CAST(OLD.content AS BLOB))
     WHERE tenant = OLD.tenant AND user_id = OLD.user_id AND agent = OLD.agent AND kind = OLD.kind;
 END;
-CREATE TRIGGER IF NOT EXISTS memories_usage_upd AFTER UPDATE OF size_bytes ON memories BEGIN
-    UPDATE scope_usage SET bytes = bytes - OLD.size_bytes + NEW.size_bytes
+CREATE TRIGGER IF NOT EXISTS memories_usage_upd AFTER UPDATE OF content ON memories BEGIN
+    UPDATE scope_usage SET bytes = bytes - length(CAST(OLD.content AS BLOB)) + length(CAST(NEW.content AS BLOB))
     WHERE tenant = OLD.tenant AND user_id = OLD.user_id AND agent = OLD.agent AND kind = OLD.kind;
 END;
 
@@ -116,14 +120,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
-
--- A2 blast radius: which sessions each memory reached (index over read/injected audit rows).
-CREATE TABLE IF NOT EXISTS audit_reads (
-    memory_id  TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    session_id TEXT NOT NULL,
-    PRIMARY KEY (memory_id, seq)
-) WITHOUT ROWID;
+-- A2 blast radius is read from the chained rows themselves (details.ids of read/injected events).
+CREATE INDEX IF NOT EXISTS audit_read_events ON audit (seq) WHERE event IN ('read', 'injected');
 """
 
 # Tables that hold a memory's content (or rows keyed by its id) and must be empty of it after delete (D3).

@@ -72,6 +72,17 @@ def scope_clause(scope: Scope, read_shared: bool, alias: str = "m") -> tuple[str
                                                                                 scope.agent_key]
 
 
+def decode_row(row: Sequence[object]) -> Record | None:
+    """``row_to_record`` for rows that may have been edited around the API: malformed → ``None`` (refused)."""
+    try:
+        rec = row_to_record(row)
+    except (ValueError, TypeError, AttributeError):  # json.JSONDecodeError is a ValueError
+        return None
+    ok = (isinstance(rec.metadata, dict) and all(isinstance(x, str) for x in rec.derived_from)
+          and all(isinstance(x, str) for x in rec.provenance.sources) and 0 <= rec.sensitivity <= 3)
+    return rec if ok else None
+
+
 def row_to_record(row: Sequence[object]) -> Record:
     (id_, version, tenant, user, agent, kind, content, chash, _size, metadata, confidence, sensitivity, created,
      updated, expires, due, status, derived, session_id, source_type, sources, trust, approval, sig) = row
@@ -114,6 +125,7 @@ class SqliteBackend:
             raise UnsupportedURL(f"cannot use WAL journal mode on {path} (got {mode})")
         c.execute("PRAGMA synchronous = FULL")
         c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: deleted content leaves no remnant (D3)
         with self.write() as tx:
             tx.executescript_safe(DDL)
             tx.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -143,6 +155,15 @@ class SqliteBackend:
                 yield self.conn
             finally:
                 self.conn.execute("COMMIT")
+
+    def scrub(self, *, compact_index: bool = False) -> None:
+        """After deletes: fold the WAL back and truncate it so old frames holding deleted content are gone;
+        with ``compact_index``, also rewrite the FTS5 index so no term of a deleted record survives (D3).
+        Best effort: a concurrent reader can keep a checkpoint from completing; the next scrub finishes it."""
+        with self.lock:
+            if compact_index:
+                self.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         """One read statement under the connection lock (no transaction needed for a single SELECT)."""
@@ -180,8 +201,13 @@ class SqliteBackend:
 
     @staticmethod
     def derived_from(tx: Tx, memory_id: str) -> list[str]:
-        rows = tx.execute("SELECT derived_id FROM memory_links WHERE source_id = ?", (memory_id,)).fetchall()
-        return [r[0] for r in rows]
+        """Records derived from ``memory_id``: by the link table and by the signed ``derived_from`` column."""
+        rows = tx.execute(
+            "SELECT derived_id FROM memory_links WHERE source_id = ?"
+            " UNION SELECT m.id FROM memories m,"
+            " json_each(CASE WHEN json_valid(m.derived_from) THEN m.derived_from ELSE '[]' END) j"
+            " WHERE m.derived_from != '[]' AND j.value = ?", (memory_id, memory_id)).fetchall()
+        return sorted(r[0] for r in rows)
 
 
 class Tx:

@@ -1,0 +1,804 @@
+"""Store benchmark (issue 2, acceptance item 4): memwarden vs LangGraph's ``SqliteStore``, side by side.
+
+One process, one run, the same records on both sides:
+
+* **writes** — memwarden ``session.save`` (gate + sign + store + FTS + audit, one durable transaction: WAL,
+  ``synchronous=FULL`` as the store sets it) vs LangGraph ``SqliteStore.put`` (no gate, no signature, no
+  audit) in two configurations: (a) the default of ``SqliteStore.from_conn_string`` (rollback journal,
+  ``synchronous`` left at SQLite's default FULL) and (b) tuned to memwarden's durability
+  (``journal_mode=WAL``, ``synchronous=FULL``), which is the apples-to-apples baseline for the 1.5x target;
+* **reads** of one scope — memwarden ``session.view()`` (list, with the A2 read audit), ``service.list``,
+  ``service.get`` and ``session.view(id)`` vs LangGraph ``search(namespace, limit=100)`` and ``get``;
+* **snapshot build** — memwarden session start (frozen prompt block, P1) for a scope of ``--snapshot-scope``
+  records vs a naive block built from LangGraph ``search(limit=10)``.
+
+Measurements alternate between the systems (writes in chunks whose order rotates, reads and snapshots per
+repetition) so machine noise hits every side; every figure is a median (plus p95/p99) of ``perf_counter_ns``.
+
+    .venv/bin/python benchmarks/bench_store.py [--n 10000] [--snapshot-scope 1000] [--repeat 200]
+                                              [--out docs/bench_store.md] [--profile 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import hashlib
+import io
+import math
+import os
+import platform
+import pstats
+import random
+import secrets
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import memwarden
+from memwarden.policy import DEFAULT_LIMITS, KindLimits
+
+try:
+    from langgraph.store.sqlite import SqliteStore
+except ImportError:  # pragma: no cover - the bench extra is missing
+    sys.exit("langgraph-checkpoint-sqlite is not installed: .venv/bin/pip install -e '.[dev,bench]'")
+
+# --- targets (issue 2, acceptance 4) ------------------------------------------------------------------------
+MAX_RATIO = 1.5  # memwarden median per write / unsecured store median
+MIN_WRITES_PER_S = 2_000  # durable writes per second
+MAX_SNAPSHOT_MS = 5.0  # session start (frozen block) for a scope of 1,000 records
+
+MW, LG_DEFAULT, LG_WAL = "memwarden", "langgraph-default", "langgraph-wal"
+SIDE_LABEL = {
+    MW: "memwarden `session.save` (gate+sign+store+FTS+audit)",
+    LG_DEFAULT: "LangGraph `SqliteStore.put` (default)",
+    LG_WAL: "LangGraph `SqliteStore.put` (WAL, sync FULL)",
+}
+TENANT = "bench"
+AGENT = "agent-1"
+
+# --- deterministic, memory-shaped records -------------------------------------------------------------------
+
+_NAMES = ("Ana", "Ben", "Chloé", "Dmitri", "Esra", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemal", "Lena",
+          "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sven", "Tamar", "Uma", "Victor", "Wen",
+          "Yusuf")
+_LANGS = ("Go", "Rust", "Python", "TypeScript", "Kotlin", "Elixir", "Java", "C#", "Zig", "Swift")
+_TOOLS = ("Postgres", "SQLite", "Redis", "Kafka", "Terraform", "Kubernetes", "Grafana", "Sentry", "Airflow",
+          "dbt", "Vite", "pytest", "GitHub Actions", "Nomad", "ClickHouse")
+_PROJECTS = ("billing-api", "search revamp", "mobile onboarding", "data warehouse", "auth service",
+             "invoice exporter", "support dashboard", "pricing page", "ETL nightly job",
+             "notification service")
+_CITIES = ("Lisbon", "Berlin", "Nairobi", "Osaka", "Montréal", "Austin", "Kraków", "Bogotá", "Pune", "Oslo")
+_ROLES = ("staff engineer", "product manager", "designer", "data analyst", "SRE", "support lead", "CTO",
+          "QA engineer", "tech writer", "account manager")
+_TOPICS = ("flaky integration tests", "a slow dashboard query", "the Q3 roadmap", "on-call rotation",
+           "a failed deploy", "the migration plan", "customer churn numbers", "API rate limits",
+           "the staging database", "release notes", "a memory leak in the worker", "the pricing experiment")
+_OUTCOMES = ("it was fixed by pinning the dependency", "the user agreed to revisit it next sprint",
+             "we shipped a patch the same day", "the root cause was a missing index",
+             "the decision was to keep the current design", "a follow-up ticket was opened",
+             "the user was happy with the result", "it turned out to be a timezone bug",
+             "the fix is waiting for review", "we rolled back and retried an hour later")
+_TAILS = ("because the team already knows it well", "as mentioned during the weekly sync",
+          "which matters for the upcoming audit", "according to the notes from the kickoff meeting",
+          "and this came up again in the retrospective", "since the last incident in production",
+          "for anything customer facing", "when working on the {project}", "after the move to {city}",
+          "together with {name} from the platform team", "which {name} confirmed by email",
+          "and the budget for it was approved last quarter", "with a preference for small pull requests")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    key: str  # LangGraph key (memwarden assigns its own ULID)
+    kind: str
+    content: str
+    due: datetime | None = None
+
+
+def _sentence(rng: random.Random, kind: str, day: datetime) -> str:
+    name, other = rng.sample(_NAMES, 2)
+    a, b = rng.sample(_LANGS, 2)
+    tool, tool2 = rng.sample(_TOOLS, 2)
+    project, city = rng.choice(_PROJECTS), rng.choice(_CITIES)
+    date = (day - timedelta(days=rng.randint(0, 400))).strftime("%Y-%m-%d")
+    base = {
+        "preference": rng.choice((
+            f"The user prefers {a} over {b} for new services",
+            f"{name} likes short answers with code samples in {a}",
+            f"The user wants {tool} dashboards in dark mode",
+            f"{name} prefers to be contacted on weekday mornings about the {project}",
+        )),
+        "fact": rng.choice((
+            f"{name} works as a {rng.choice(_ROLES)} at the {city} office",
+            f"The {project} runs on {tool} and is written in {a}",
+            f"{name}'s team owns the {project} and reports to {other}",
+            f"The user's laptop is set up with {tool2} and {a} tooling",
+        )),
+        "episode": rng.choice((
+            f"On {date} we debugged {rng.choice(_TOPICS)} with {name}; {rng.choice(_OUTCOMES)}",
+            f"On {date} {name} asked about {rng.choice(_TOPICS)} in the {project}; {rng.choice(_OUTCOMES)}",
+            f"On {date} the user and {other} reviewed the {tool} setup; {rng.choice(_OUTCOMES)}",
+        )),
+        "task_state": rng.choice((
+            f"Task {project}: the {tool} migration is done, next step is updating the {tool2} config",
+            f"Task {project}: waiting for {name} to review the schema change before the rollout",
+        )),
+        "reminder": f"Follow up with {name} about {rng.choice(_TOPICS)} for the {project}",
+    }[kind]
+    target = rng.randint(60, 200)
+    text = base
+    while len(text) < target:
+        tail = rng.choice(_TAILS).format(project=rng.choice(_PROJECTS), city=rng.choice(_CITIES),
+                                         name=rng.choice(_NAMES))
+        text += ", " + tail
+    if len(text) > 199:
+        text = text[:199].rsplit(" ", 1)[0].rstrip(",;")
+    return text + "."
+
+
+def make_items(n: int, seed: int, kinds: Sequence[tuple[str, float]], now: datetime,
+               due_hours: tuple[int, int] = (-30 * 24, 60 * 24)) -> list[Item]:
+    """``n`` records; reminders fall due ``due_hours`` around ``now`` (by default over the past month and the
+    next two, so a few land in P4's -1.5/+3 day window)."""
+    rng = random.Random(seed)
+    names = [k for k, _ in kinds]
+    weights = [w for _, w in kinds]
+    out = []
+    for _ in range(n):
+        kind = rng.choices(names, weights)[0]
+        due = now + timedelta(hours=rng.randint(*due_hours)) if kind == "reminder" else None
+        key = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        out.append(Item(key, kind, _sentence(rng, kind, now), due))
+    return out
+
+
+# --- statistics and tables ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    ns: list[int] = field(default_factory=list)
+    wall_ns: int = 0  # wall clock of the timed loops (for total throughput)
+
+    def pct(self, p: float) -> float:
+        s = sorted(self.ns)
+        return float(s[max(0, math.ceil(p / 100 * len(s)) - 1)])
+
+    @property
+    def median(self) -> float:
+        return float(statistics.median(self.ns))
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.ns)
+
+
+def us(ns: float) -> str:
+    return f"{ns / 1e3:,.0f}" if ns >= 1e5 else f"{ns / 1e3:,.1f}"
+
+
+def ms(ns: float) -> str:
+    return f"{ns / 1e6:,.2f}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] | None = None) -> str:
+    """A markdown table padded so it also reads as aligned plain text."""
+    right = right or [i > 0 for i in range(len(headers))]
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).rjust(w) if r else str(c).ljust(w)
+                                 for c, w, r in zip(cells, widths, right, strict=True)) + " |"
+
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if r else (":" + "-" * (w + 1))
+                         for w, r in zip(widths, right, strict=True)) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+# --- environment --------------------------------------------------------------------------------------------
+
+
+def fs_type(path: Path) -> str:
+    """Best effort: the filesystem type holding ``path`` (fsync is free on tmpfs, which would flatter us)."""
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/mounts", encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 3 and str(path).startswith(parts[1]) and len(parts[1]) > len(best):
+                    best, kind = parts[1], parts[2]
+    except OSError:
+        pass
+    return kind
+
+
+def fsync_probe(directory: Path, n: int = 300) -> Series:
+    """Cost of overwriting 4 KiB in place and ``fdatasync``-ing it on the benchmark's disk: what a WAL commit
+    of one page pays at least (SQLite reuses its WAL file and syncs it with fdatasync on Linux)."""
+    path = directory / "fsync.probe"
+    out = Series()
+    block, slots = b"x" * 4096, 256
+    sync = getattr(os, "fdatasync", os.fsync)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"\0" * 4096 * slots)
+        os.fsync(fd)
+        for i in range(n):
+            os.pwrite(fd, block, (i % slots) * 4096)
+            t = time.perf_counter_ns()
+            sync(fd)
+            out.ns.append(time.perf_counter_ns() - t)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def source_version() -> str:
+    """The commit measured, and whether ``src/`` had uncommitted changes (read-only git calls)."""
+    here = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                              text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=here, capture_output=True,
+                               text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return f"{head}" + (" + uncommitted changes in src/" if dirty else "")
+
+
+def pragmas(conn: sqlite3.Connection) -> str:
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[conn.execute("PRAGMA synchronous").fetchone()[0]]
+    return f"journal_mode={mode}, synchronous={sync}"
+
+
+# --- the systems under test ---------------------------------------------------------------------------------
+
+
+def bench_policy(n: int, snapshot: int) -> memwarden.Policy:
+    """Default policy with caps raised just enough for one scope to hold the benchmark's records."""
+    limits = dict(DEFAULT_LIMITS)
+    for kind, lim in DEFAULT_LIMITS.items():
+        need = n + snapshot + 1_000
+        limits[kind] = KindLimits(max(lim.max_entries, need), max(lim.max_bytes, need * 256),
+                                  lim.retention_days)
+    return memwarden.Policy(limits=limits)
+
+
+@contextmanager
+def open_langgraph(path: Path, *, wal: bool) -> Iterator[SqliteStore]:
+    with SqliteStore.from_conn_string(str(path)) as store:
+        if wal:
+            store.conn.execute("PRAGMA journal_mode=WAL")
+            store.conn.execute("PRAGMA synchronous=FULL")
+        store.setup()
+        yield store
+
+
+def saver(session: memwarden.Session) -> Callable[[Item], None]:
+    def save(item: Item) -> None:
+        session.save(item.content, kind=item.kind, due=item.due)
+    return save
+
+
+def putter(store: SqliteStore, ns: tuple[str, ...]) -> Callable[[Item], None]:
+    def put(item: Item) -> None:
+        store.put(ns, item.key, {"kind": item.kind, "content": item.content})
+    return put
+
+
+def timed_chunks(sides: dict[str, Callable[[Item], None]], items: Sequence[Item], chunk: int,
+                 progress: str) -> dict[str, Series]:
+    """Every side writes the same items; chunk by chunk, the order of the sides rotates."""
+    names = list(sides)
+    out = {name: Series() for name in names}
+    clock = time.perf_counter_ns
+    gc.collect()
+    nchunks = math.ceil(len(items) / chunk)
+    for c in range(nchunks):
+        part = items[c * chunk:(c + 1) * chunk]
+        order = names[c % len(names):] + names[:c % len(names)]
+        for name in order:
+            op, series = sides[name], out[name]
+            lat = series.ns
+            start = clock()
+            for item in part:
+                t = clock()
+                op(item)
+                lat.append(clock() - t)
+            series.wall_ns += clock() - start
+        if progress and (c + 1) % max(1, nchunks // 10) == 0:
+            print(f"  {progress}: {min(len(items), (c + 1) * chunk):,}/{len(items):,}", file=sys.stderr)
+    return out
+
+
+def alternate(ops: dict[str, Callable[[int], object]], repeat: int) -> dict[str, Series]:
+    """Run every op once per repetition, rotating the order each time."""
+    names = list(ops)
+    out = {name: Series() for name in names}
+    clock = time.perf_counter_ns
+    gc.collect()
+    for i in range(repeat):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = clock()
+            ops[name](i)
+            out[name].ns.append(clock() - t)
+    return out
+
+
+# --- the benchmark ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    env: list[tuple[str, str]]
+    writes: dict[str, Series]
+    reads: dict[str, Series]
+    snapshot: dict[str, Series]
+    read_labels: dict[str, str]
+    snapshot_labels: dict[str, str]
+    n: int
+    snapshot_scope: int
+    repeat: int
+    block_entries: dict[str, int]
+
+
+def run(args: argparse.Namespace, tmp: Path) -> Results:
+    now = datetime.now(UTC)
+    items = make_items(args.n, args.seed, [("episode", 1.0)], now)
+    mix = [("preference", 0.15), ("fact", 0.45), ("task_state", 0.10), ("episode", 0.25), ("reminder", 0.05)]
+    snap_items = make_items(args.snapshot_scope, args.seed + 1, mix, now)
+    # stress case: the same mix, but every reminder is due inside P4's window (-36 h .. +72 h)
+    due_items = make_items(args.snapshot_scope, args.seed + 1, mix, now, due_hours=(-30, 70))
+    warm = make_items(args.warmup, args.seed + 2, [("episode", 1.0)], now)
+
+    load_before = os.getloadavg()
+    probe = fsync_probe(tmp)
+    key = secrets.token_hex(32)  # a fresh signing key for this run, never written to disk
+    policy = bench_policy(args.n, args.snapshot_scope)
+    main_scope = memwarden.Scope(TENANT, "u-main", AGENT)
+    main_ns = (TENANT, "u-main", "memories")
+
+    with ExitStack() as stack:
+        svc = stack.enter_context(memwarden.open(tmp / "memwarden.db", key=key, policy=policy))
+        lgd = stack.enter_context(open_langgraph(tmp / "langgraph-default.db", wal=False))
+        lgw = stack.enter_context(open_langgraph(tmp / "langgraph-wal.db", wal=True))
+        session = stack.enter_context(svc.session(main_scope))
+        config = {MW: pragmas(svc.backend.conn), LG_DEFAULT: pragmas(lgd.conn), LG_WAL: pragmas(lgw.conn)}
+
+        saved_ids: list[str] = []
+
+        def mw_save(item: Item) -> None:
+            r = session.save(item.content, kind=item.kind, due=item.due)
+            if r.status != "accepted":
+                raise SystemExit(f"benchmark invalid: memwarden did not accept a record ({r.message})")
+            saved_ids.append(r.id or "")
+
+        # warm-up in a scope/namespace of its own (statement caches, page cache, first-use costs)
+        with svc.session(memwarden.Scope(TENANT, "u-warmup", AGENT)) as warm_session:
+            for it in warm:
+                warm_session.save(it.content, kind=it.kind)
+        for store in (lgd, lgw):
+            for it in warm:
+                store.put((TENANT, "u-warmup", "memories"), it.key, {"kind": it.kind, "content": it.content})
+
+        # 1. writes: the same n records into one scope / namespace on every side
+        print(f"writes: {args.n:,} records x 3 stores, chunks of {args.chunk} in rotating order",
+              file=sys.stderr)
+        writes = timed_chunks({MW: mw_save, LG_DEFAULT: putter(lgd, main_ns), LG_WAL: putter(lgw, main_ns)},
+                              items, args.chunk, "writes")
+        ids = list(saved_ids)
+        held = len(svc.list(session.context, kind="episode", limit=args.n + 10))
+        lg_held = len(lgw.search(main_ns, limit=args.n + 10))
+        if held != args.n or lg_held != args.n:
+            raise SystemExit(f"benchmark invalid: stored {held} (memwarden) / {lg_held} (LangGraph) "
+                             f"of {args.n}")
+
+        # 2. reads of that scope
+        print(f"reads: {args.repeat} repetitions", file=sys.stderr)
+        rng = random.Random(args.seed + 3)
+        picks = [rng.randrange(args.n) for _ in range(args.repeat)]
+        ctx = session.context
+
+        def check(n: int) -> Callable[[Sequence[object]], None]:
+            def f(found: Sequence[object]) -> None:
+                if len(found) != n:
+                    raise SystemExit(f"benchmark invalid: a read returned {len(found)} rows, expected {n}")
+            return f
+
+        has100 = check(min(100, args.n))
+
+        def found(item: object) -> None:
+            if item is None:
+                raise SystemExit("benchmark invalid: LangGraph get found nothing")
+        read_ops: dict[str, Callable[[int], object]] = {
+            "mw_view": lambda i: has100(session.view(limit=100)),
+            "mw_list": lambda i: has100(svc.list(ctx, limit=100)),
+            "lgw_search": lambda i: has100(lgw.search(main_ns, limit=100)),
+            "lgd_search": lambda i: has100(lgd.search(main_ns, limit=100)),
+            "mw_get": lambda i: svc.get(ctx, ids[picks[i]]),
+            "mw_view_id": lambda i: session.view(ids[picks[i]]),
+            "lgw_get": lambda i: found(lgw.get(main_ns, items[picks[i]].key)),
+            "lgd_get": lambda i: found(lgd.get(main_ns, items[picks[i]].key)),
+        }
+        reads = alternate(read_ops, args.repeat)
+        read_labels = {
+            "mw_view": "memwarden `session.view(limit=100)` (verify + read audit, durable)",
+            "mw_list": "memwarden `service.list(limit=100)` (verify, no read audit)",
+            "lgw_search": "LangGraph `search(ns, limit=100)` (WAL)",
+            "lgd_search": "LangGraph `search(ns, limit=100)` (default)",
+            "mw_get": "memwarden `service.get(id)` (verify, no read audit)",
+            "mw_view_id": "memwarden `session.view(id)` (verify + read audit, durable)",
+            "lgw_get": "LangGraph `get(ns, key)` (WAL)",
+            "lgd_get": "LangGraph `get(ns, key)` (default)",
+        }
+
+        # 3. snapshot build for a scope of --snapshot-scope records (mixed kinds, some reminders due)
+        print(f"snapshot: 2 scopes of {args.snapshot_scope:,} records, {args.repeat} session starts each",
+              file=sys.stderr)
+        snapshot: dict[str, Series] = {}
+        snapshot_labels: dict[str, str] = {}
+        block_entries: dict[str, int] = {}
+        for case, user, data in (("", "u-snap", snap_items), ("_due", "u-snap-due", due_items)):
+            scope, ns = memwarden.Scope(TENANT, user, AGENT), (TENANT, user, "memories")
+            snap_ids: list[str] = []
+            with svc.session(scope) as s:
+                for it in data:
+                    snap_ids.append(s.save(it.content, kind=it.kind, due=it.due).id or "")
+            for it in data:
+                lgw.put(ns, it.key, {"kind": it.kind, "content": it.content})
+            blocks: set[str] = set()
+
+            def mw_snapshot(_: int, scope: memwarden.Scope = scope, blocks: set[str] = blocks) -> None:
+                s = svc.session(scope)
+                blocks.add(s.snapshot_sha256)
+                stack.callback(s.close)  # closing is not part of the start; done at the end
+
+            def lg_naive(_: int, ns: tuple[str, ...] = ns) -> None:
+                found = lgw.search(ns, limit=10)
+                block = "\n".join(f"- {it.value['content']}" for it in found)
+                hashlib.sha256(block.encode()).hexdigest()
+
+            got = alternate({"mw_session" + case: mw_snapshot, "lg_naive" + case: lg_naive}, args.repeat)
+            if len(blocks) != 1:
+                raise SystemExit("benchmark invalid: the snapshot changed between identical session starts")
+            with svc.session(scope) as probe_session:
+                shown = probe_session.system_block()
+            due = sum(1 for it in data if it.kind == "reminder")
+            block_entries[case] = sum(1 for i in snap_ids if i in shown)
+            snapshot.update(got)
+            what = ("a few reminders due" if not case else f"stress: all {due} reminders due in P4's window")
+            snapshot_labels["mw_session" + case] = (
+                f"memwarden session start, {what} ({block_entries[case]} entries in the blocks)")
+            snapshot_labels["lg_naive" + case] = "naive: LangGraph `search(ns, limit=10)` + join + sha256"
+
+    versions = {p: metadata.version(p) for p in ("memwarden", "langgraph-checkpoint-sqlite")}
+    env = [
+        ("machine", f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}"),
+        ("python", platform.python_version()),
+        ("sqlite", sqlite3.sqlite_version),
+        ("packages", ", ".join(f"{k} {v}" for k, v in versions.items())),
+        ("memwarden source", source_version()),
+        ("database dir", f"{tmp} ({fs_type(tmp)})"),
+        ("fdatasync of a 4 KiB in-place write there",
+         f"median {us(probe.median)} µs, p95 {us(probe.pct(95))} µs"),
+        *((f"{SIDE_LABEL[s].split(' (')[0]} config" if s == MW else f"{s} config", config[s])
+          for s in (MW, LG_DEFAULT, LG_WAL)),
+        ("load average (1/5/15 min)", f"{'/'.join(f'{x:.2f}' for x in load_before)} before, "
+                                      f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} after"),
+        ("run", f"n={args.n:,}, snapshot scope={args.snapshot_scope:,}, repeat={args.repeat}, "
+                f"chunk={args.chunk}, seed={args.seed}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"),
+    ]
+    return Results(env, writes, reads, snapshot, read_labels, snapshot_labels, args.n, args.snapshot_scope,
+                   args.repeat, block_entries)
+
+
+def report(r: Results) -> str:
+    mw, lgw, lgd = r.writes[MW], r.writes[LG_WAL], r.writes[LG_DEFAULT]
+    out = ["### Environment", "", table(["", ""], [list(e) for e in r.env], right=[False, False]), ""]
+
+    rows = []
+    for side in (MW, LG_WAL, LG_DEFAULT):
+        s = r.writes[side]
+        rows.append([SIDE_LABEL[side], us(s.median), us(s.pct(95)), us(s.pct(99)), f"{1e9 / s.mean:,.0f}",
+                     f"{len(s.ns) * 1e9 / s.wall_ns:,.0f}",
+                     "—" if side == MW else f"{mw.median / s.median:.2f}x"])
+    out += [f"### Writes: {r.n:,} records into one scope, one durable transaction each", "",
+            table(["store", "median µs", "p95 µs", "p99 µs", "writes/s (1/mean)", "writes/s (total)",
+                   "memwarden median / this"], rows, right=[False, *[True] * 6]), ""]
+
+    rows = [[r.read_labels[k], us(s.median), us(s.pct(95)), us(s.pct(99))] for k, s in r.reads.items()]
+    out += [f"### Reads of that scope ({r.n:,} records), {r.repeat} repetitions each", "",
+            table(["operation", "median µs", "p95 µs", "p99 µs"], rows), ""]
+
+    rows = [[r.snapshot_labels[k], ms(s.median), ms(s.pct(95)), ms(s.pct(99))] for k, s in r.snapshot.items()]
+    out += [f"### Snapshot build: session start (frozen block + sha256 + session row + 2 audit rows, "
+            f"durable) for a scope of {r.snapshot_scope:,} records, {r.repeat} repetitions", "",
+            table(["operation", "median ms", "p95 ms", "p99 ms"], rows), ""]
+
+    ratio = mw.median / lgw.median
+    throughput = len(mw.ns) * 1e9 / mw.wall_ns
+    snap, stress = r.snapshot["mw_session"], r.snapshot["mw_session_due"]
+    verdict = [
+        [f"memwarden median per write ≤ {MAX_RATIO}x LangGraph (WAL, synchronous=FULL)", f"≤ {MAX_RATIO}x",
+         f"{ratio:.2f}x ({us(mw.median)} vs {us(lgw.median)} µs)", "PASS" if ratio <= MAX_RATIO else "FAIL"],
+        ["(for reference) vs LangGraph default (rollback journal)", f"≤ {MAX_RATIO}x",
+         f"{mw.median / lgd.median:.2f}x ({us(mw.median)} vs {us(lgd.median)} µs)",
+         "pass" if mw.median / lgd.median <= MAX_RATIO else "fail"],
+        ["memwarden durable writes/s (total throughput)", f"≥ {MIN_WRITES_PER_S:,}/s", f"{throughput:,.0f}/s",
+         "PASS" if throughput >= MIN_WRITES_PER_S else "FAIL"],
+        [f"snapshot build (session start), scope of {r.snapshot_scope:,}, median",
+         f"≤ {MAX_SNAPSHOT_MS:g} ms",
+         f"{ms(snap.median)} ms (p95 {ms(snap.pct(95))} ms)",
+         "PASS" if snap.median / 1e6 <= MAX_SNAPSHOT_MS else "FAIL"],
+        ["(stress) the same with every reminder due", f"≤ {MAX_SNAPSHOT_MS:g} ms",
+         f"{ms(stress.median)} ms (p95 {ms(stress.pct(95))} ms)",
+         "pass" if stress.median / 1e6 <= MAX_SNAPSHOT_MS else "fail"],
+    ]
+    out += ["### Targets (issue 2, acceptance 4)", "",
+            table(["target", "goal", "measured", "result"], verdict, right=[False, True, True, False])]
+    return "\n".join(out) + "\n"
+
+
+def failed(r: Results) -> bool:
+    mw = r.writes[MW]
+    return (mw.median / r.writes[LG_WAL].median > MAX_RATIO
+            or len(mw.ns) * 1e9 / mw.wall_ns < MIN_WRITES_PER_S
+            or r.snapshot["mw_session"].median / 1e6 > MAX_SNAPSHOT_MS)
+
+
+class _TimedConn:
+    """Diagnostics only: stands in for a ``sqlite3.Connection`` and times every statement by its text."""
+
+    def __init__(self, conn: sqlite3.Connection, acc: dict[str, list[int]]) -> None:
+        self._conn, self._acc = conn, acc
+        self._names: dict[str, str] = {}
+
+    def _name(self, sql: str) -> str:
+        name = self._names.get(sql)
+        if name is None:
+            name = self._names[sql] = " ".join(sql.split())[:48]
+        return name
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        t = time.perf_counter_ns()
+        cur = self._conn.execute(sql, params)
+        self._acc.setdefault(self._name(sql), []).append(time.perf_counter_ns() - t)
+        return cur
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor:
+        t = time.perf_counter_ns()
+        cur = self._conn.executemany(sql, rows)
+        self._acc.setdefault(self._name(sql), []).append(time.perf_counter_ns() - t)
+        return cur
+
+    def cursor(self) -> _TimedConn:  # LangGraph executes through a cursor of the connection
+        return self
+
+    def close(self) -> None:  # the cursor LangGraph closes is this proxy; the connection stays open
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+class _NoRow:
+    lastrowid = 0
+
+    def fetchone(self) -> None:
+        return None
+
+
+class _SkipConn:
+    """Diagnostics only: drops statements starting with one of ``prefixes``, to price what they cost. A store
+    driven through it is *not* a valid memwarden (no FTS or no audit chain); it never serves the benchmark."""
+
+    def __init__(self, conn: sqlite3.Connection, prefixes: tuple[str, ...]) -> None:
+        self._conn, self._prefixes = conn, prefixes
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor | _NoRow:
+        return _NoRow() if sql.lstrip().startswith(self._prefixes) else self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor | _NoRow:
+        return _NoRow() if sql.lstrip().startswith(self._prefixes) else self._conn.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+_FTS = ("INSERT INTO memories_fts",)
+_AUDIT = ("SELECT seq, hash FROM audit", "INSERT INTO audit", "INSERT OR IGNORE INTO audit_reads",
+          "INSERT OR REPLACE INTO meta VALUES ('audit_head'")
+
+
+def marginal_costs(n: int, seed: int, tmp: Path) -> str:
+    """The same saves, interleaved, with one part removed or the sync level changed: what each part costs."""
+    items = make_items(n, seed + 5, [("episode", 1.0)], datetime.now(UTC))
+    variants: dict[str, tuple[tuple[str, ...], str]] = {
+        "memwarden as shipped (synchronous=FULL)": ((), "FULL"),
+        "memwarden without the FTS insert": (_FTS, "FULL"),
+        "memwarden without the audit row": (_AUDIT, "FULL"),
+        "memwarden without FTS and audit": (_FTS + _AUDIT, "FULL"),
+        "memwarden, synchronous=NORMAL (survives kill -9, not power loss)": ((), "NORMAL"),
+        "memwarden, synchronous=OFF (CPU + write syscalls only)": ((), "OFF"),
+    }
+    sides: dict[str, Callable[[Item], None]] = {}
+    with ExitStack() as stack:
+        for i, (name, (skip, sync)) in enumerate(variants.items()):
+            svc = stack.enter_context(memwarden.open(tmp / f"marginal-{i}.db", key=secrets.token_hex(32),
+                                                     policy=bench_policy(n, 0)))
+            svc.backend.conn.execute(f"PRAGMA synchronous={sync}")
+            sess = stack.enter_context(svc.session(memwarden.Scope(TENANT, "u-marginal", AGENT)))
+            if skip:
+                svc.backend.conn = _SkipConn(svc.backend.conn, skip)  # type: ignore[assignment]
+            sides[name] = saver(sess)
+        for sync in ("FULL", "OFF"):
+            lg = stack.enter_context(open_langgraph(tmp / f"marginal-lg-{sync}.db", wal=True))
+            lg.conn.execute(f"PRAGMA synchronous={sync}")
+            sides[f"LangGraph put (WAL), synchronous={sync}"] = putter(lg, (TENANT, "u-marginal", "memories"))
+        got = timed_chunks(sides, items, 100, "")
+    base = got["LangGraph put (WAL), synchronous=FULL"].median
+    rows = [[name, us(v.median), us(v.pct(95)), f"{1e9 / v.mean:,.0f}", f"{v.median / base:.2f}x"]
+            for name, v in got.items()]
+    return "\n".join([f"#### What each part costs: {n:,} saves per variant, interleaved (diagnostic variants "
+                      "are not valid memwarden stores)", "",
+                      table(["variant", "median µs", "p95 µs", "writes/s (1/mean)", "median / LangGraph WAL"],
+                            rows), ""])
+
+
+def wal_frames_by_btree(conn: sqlite3.Connection, wal: Path, commits: int) -> list[tuple[str, float]]:
+    """Which tables and indexes the WAL frames written since the last TRUNCATE checkpoint belong to."""
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    raw = wal.read_bytes() if wal.exists() else b""
+    try:
+        owner = dict(conn.execute("SELECT pageno, name FROM dbstat"))
+    except sqlite3.OperationalError:  # SQLite built without dbstat
+        owner = {}
+    counts: dict[str, int] = {}
+    for off in range(32, len(raw) - 23, 24 + page):
+        name = owner.get(int.from_bytes(raw[off:off + 4], "big"), "?")
+        counts[name] = counts.get(name, 0) + 1
+    return sorted(((k, v / commits) for k, v in counts.items()), key=lambda kv: -kv[1])
+
+
+def diagnose(n: int, seed: int, tmp: Path, top: int = 25) -> str:
+    """Where a durable memwarden save spends its time, next to LangGraph (WAL, synchronous=FULL):
+    per-statement SQL time, WAL frames per commit by B-tree, then a cProfile of the whole save path."""
+    items = make_items(n + 300, seed + 4, [("episode", 1.0)], datetime.now(UTC))
+    warm, items = items[:300], items[300:]
+    ns = (TENANT, "u-diag", "memories")
+    out: list[str] = []
+    with memwarden.open(tmp / "diag.db", key=secrets.token_hex(32), policy=bench_policy(n + 300, 0)) as svc, \
+            svc.session(memwarden.Scope(TENANT, "u-diag", AGENT)) as s, \
+            open_langgraph(tmp / "diag-langgraph.db", wal=True) as lg:
+        for it in warm:
+            s.save(it.content, kind=it.kind)
+            lg.put(ns, it.key, {"kind": it.kind, "content": it.content})
+        real_mw, real_lg = svc.backend.conn, lg.conn
+        # 1. per-statement SQL time (the COMMIT carries the fdatasync of the WAL)
+        acc_mw: dict[str, list[int]] = {}
+        acc_lg: dict[str, list[int]] = {}
+        svc.backend.conn = _TimedConn(real_mw, acc_mw)  # type: ignore[assignment]
+        lg.conn = _TimedConn(real_lg, acc_lg)
+        tot_mw, tot_lg = Series(), Series()
+        for it in items:
+            t = time.perf_counter_ns()
+            s.save(it.content, kind=it.kind)
+            tot_mw.ns.append(time.perf_counter_ns() - t)
+            t = time.perf_counter_ns()
+            lg.put(ns, it.key, {"kind": it.kind, "content": it.content})
+            tot_lg.ns.append(time.perf_counter_ns() - t)
+        svc.backend.conn, lg.conn = real_mw, real_lg
+        for title, acc, tot in (("memwarden session.save", acc_mw, tot_mw),
+                                ("LangGraph put (WAL, synchronous=FULL)", acc_lg, tot_lg)):
+            rows = []
+            sql_mean = 0.0
+            for name, lat in sorted(acc.items(), key=lambda kv: -sum(kv[1])):
+                per = sum(lat) / len(tot.ns)
+                sql_mean += per
+                rows.append([f"`{name}`", us(statistics.median(lat)), us(per)])
+            rows.append(["**all SQL**", "", us(sql_mean)])
+            rows.append(["**outside SQL (Python)**", "", us(tot.mean - sql_mean)])
+            rows.append(["**whole call**", us(tot.median), us(tot.mean)])
+            out += [f"#### {title}: time per statement, {n:,} writes", "",
+                    table(["statement", "median µs", "mean µs per write"], rows), ""]
+        # 2. WAL frames (pages) each commit writes and syncs, by B-tree
+        for title, conn, path, write in (
+            ("memwarden", real_mw, tmp / "diag.db-wal", lambda it: s.save(it.content, kind=it.kind)),
+            ("LangGraph (WAL)", real_lg, tmp / "diag-langgraph.db-wal",
+             lambda it: lg.put(ns, it.key, {"kind": it.kind, "content": it.content})),
+        ):
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            k = min(300, len(items))
+            for it in items[:k]:
+                write(it)
+            frames = wal_frames_by_btree(conn, path, k)
+            conn.execute("PRAGMA wal_autocheckpoint=1000")
+            rows = [[f"`{name}`", f"{v:.2f}"] for name, v in frames]
+            rows.append(["**total**", f"{sum(v for _, v in frames):.2f}"])
+            out += [f"#### {title}: WAL frames (4 KiB pages) written and synced per commit", "",
+                    table(["B-tree", "frames per commit"], rows), ""]
+        # 3. cProfile of the memwarden save path
+        prof = cProfile.Profile()
+        prof.enable()
+        for it in items:
+            s.save(it.content, kind=it.kind)
+        prof.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(prof, stream=buf).strip_dirs()
+    st.sort_stats("tottime").print_stats(top)
+    out += [f"#### cProfile of {n:,} memwarden saves (own time; the profiler inflates Python costs)", "",
+            "```", buf.getvalue().strip(), "```", ""]
+    out.append(marginal_costs(n, seed, tmp))
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--n", type=int, default=10_000, help="records written to each store (default 10000)")
+    ap.add_argument("--snapshot-scope", type=int, default=1_000,
+                    help="records in the scope whose session start is timed (default 1000)")
+    ap.add_argument("--repeat", type=int, default=200,
+                    help="repetitions of each read and snapshot (default 200)")
+    ap.add_argument("--chunk", type=int, default=250, help="writes per side before rotating (default 250)")
+    ap.add_argument("--warmup", type=int, default=100, help="untimed writes per store first (default 100)")
+    ap.add_argument("--seed", type=int, default=2, help="seed of the generated records (default 2)")
+    ap.add_argument("--dir", type=Path, default=None,
+                    help="where the temporary databases go (default: $TMPDIR)")
+    ap.add_argument("--out", type=Path, default=None, help="also write the markdown tables to this file")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the run, diagnose N more saves: SQL time per statement, WAL frames per "
+                         "commit by B-tree, cProfile")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
+    args = ap.parse_args(argv)
+    if args.n < 100 or args.snapshot_scope < 1 or args.repeat < 1 or args.chunk < 1:
+        ap.error("need --n >= 100 and positive --snapshot-scope, --repeat and --chunk")
+
+    with tempfile.TemporaryDirectory(prefix="memwarden-bench-", dir=args.dir) as d:
+        tmp = Path(d)
+        results = run(args, tmp)
+        text = report(results)
+        print(text)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            exe = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) else "python"
+            cmd = f"{exe} benchmarks/bench_store.py " + " ".join(sys.argv[1:] if argv is None else argv)
+            args.out.write_text(f"Command: `{cmd.strip()}`\n\n{text}", encoding="utf-8")
+            print(f"wrote {args.out}", file=sys.stderr)
+        if args.profile:
+            print(f"diagnosing {args.profile:,} saves", file=sys.stderr)
+            diag = diagnose(args.profile, args.seed, tmp)
+            print(diag)
+            if args.out:
+                with args.out.open("a", encoding="utf-8") as fh:
+                    fh.write("\n### Diagnosis of the write path (`--profile`)\n\n" + diag)
+    return 1 if args.strict and failed(results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1314 @@
+"""``memwarden`` command line: the operator's view of the store (typer + rich).
+
+Every command reports an error as ONE line on stderr and a non-zero exit, never a traceback: the root
+command class (:class:`_OneLineErrors`) catches memwarden errors, OS and database errors, bad input and usage
+errors in one place. Writes made here use ``source_type="operator"`` and ``actor="operator:cli"`` and go
+through the same write path as every agent write (gate → taint → sign → store → audit).
+
+Exit codes: 0 success, 1 an error or a failed check (doctor, audit verify, import with failed lines),
+2 bad usage (unknown option, missing identity), 70 an internal error (set ``MEMWARDEN_DEBUG=1`` for the
+traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Annotated, Any, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
+
+from memwarden import audit
+from memwarden.errors import CapacityError, MemwardenError, NotFound
+from memwarden.events import Event
+from memwarden.ids import new_id
+from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso
+from memwarden.scope import Scope
+from memwarden.service import Context, MemoryService, WriteResult
+from memwarden.store.sqlite import SELECT_COLS
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+OPERATOR_ACTOR = "operator:cli"
+OPERATOR_CLEARANCE = len(SENSITIVITY_LEVELS) - 1  # an operator sees every sensitivity in the scopes it names
+
+
+# --- safe terminal output -----------------------------------------------------------------------------------
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """Escape control, format (bidi, zero-width), private-use and line-separator characters as ``\\xNN``/
+    ``\\uNNNN`` so stored or candidate text can never drive the terminal (escape sequences, bidi tricks)."""
+    out: list[str] = []
+    for ch in text:
+        if keep_newlines and ch in "\n\t":
+            out.append(ch)
+        elif unicodedata.category(ch) in _UNPRINTABLE:
+            o = ord(ch)
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def preview(text: str, width: int = 80) -> str:
+    """One printable line of at most ``width`` characters."""
+    flat = printable(" ".join(text.split()))
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def one_line(message: object) -> str:
+    return " ".join(printable(str(message)).split())
+
+
+def _console(stderr: bool = False) -> Console:
+    """Rich console; when output is not a terminal use a wide, fixed width so ids and previews never wrap."""
+    con = Console(stderr=stderr, highlight=False)
+    if not con.is_terminal and "COLUMNS" not in os.environ:
+        con = Console(stderr=stderr, highlight=False, width=160)
+    return con
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 memory``, ``2 memories``."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{count} {noun if count == 1 else plural}"
+
+
+def _when(ms: int | None) -> str:
+    return (iso(ms) or "-").replace("T", " ").replace("Z", "")
+
+
+# --- errors -------------------------------------------------------------------------------------------------
+
+
+class CliError(Exception):
+    """A problem to report as one line with a given exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _error_line(message: object) -> None:
+    typer.echo(typer.style("error:", fg="red", bold=True) + " " + one_line(message), err=True)
+
+
+def _click_exception_type() -> type[Exception]:
+    """Click's ``ClickException`` (vendored by recent typer releases, a dependency of older ones)."""
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == "ClickException":
+            return cls
+    return typer.BadParameter  # pragma: no cover
+
+
+_ClickException = _click_exception_type()
+
+
+def report_error(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr (plus a capacity error's entry list, D1); return the exit code."""
+    if isinstance(exc, CliError):
+        _error_line(exc)
+        return exc.exit_code
+    if isinstance(exc, CapacityError):
+        _error_line(exc)
+        for e in exc.entries:
+            typer.echo(f"  {e['id']}  {e['bytes']:>6} B  {preview(str(e['preview']), 90)}", err=True)
+        return EXIT_ERROR
+    if isinstance(exc, MemwardenError):
+        _error_line(exc)
+        return EXIT_ERROR
+    if isinstance(exc, _ClickException):
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `memwarden` / `memwarden audit`: help was shown
+            return 0
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _error_line(exc.format_message() + hint)  # type: ignore[attr-defined]
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
+    if isinstance(exc, typer.Abort):
+        _error_line("aborted")
+        return EXIT_ERROR
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        _error_line(f"{exc.strerror or exc}{where}")
+        return EXIT_ERROR
+    if isinstance(exc, sqlite3.Error):
+        _error_line(f"database error: {exc}")
+        return EXIT_ERROR
+    if isinstance(exc, UnicodeDecodeError):
+        _error_line(f"input is not valid UTF-8 (byte {exc.start})")
+        return EXIT_ERROR
+    if isinstance(exc, ValueError):
+        _error_line(exc)
+        return EXIT_ERROR
+    _error_line(f"internal error: {type(exc).__name__}: {exc} (set MEMWARDEN_DEBUG=1 to see the traceback)")
+    return EXIT_INTERNAL
+
+
+class _OneLineErrors(TyperGroup):
+    """Root command: runs the app in non-standalone mode and turns every exception into one stderr line."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name or "memwarden",
+                complete_var=complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        except Exception as exc:
+            if os.environ.get("MEMWARDEN_DEBUG"):
+                raise
+            code = report_error(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+# --- shared state and options -------------------------------------------------------------------------------
+
+
+@dataclass
+class State:
+    url: str | None = None
+    verbose: bool = False
+    _service: MemoryService | None = field(default=None, repr=False)
+
+    def service(self) -> MemoryService:
+        """Open the store on first use (commands such as ``scan`` and ``demo`` never open it)."""
+        if self._service is None:
+            import memwarden
+
+            self._service = memwarden.open(self.url)
+            if self.verbose:
+                self._service.events.subscribe(print_event)
+        return self._service
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
+            self._service = None
+
+
+def print_event(ev: Event) -> None:
+    """A3: one line per lifecycle event on stderr (``--verbose``)."""
+    scope = "/".join(x for x in (ev.tenant, ev.user, ev.agent) if x) or "-"
+    details = json.dumps(ev.details, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    typer.echo(
+        f"event #{ev.seq} {ev.event} memory={ev.memory_id or '-'} actor={one_line(ev.actor)} "
+        f"scope={one_line(scope)} {preview(details, 200)}",
+        err=True,
+    )
+
+
+def _state(ctx: typer.Context) -> State:
+    state = ctx.find_object(State)
+    if state is None:  # pragma: no cover - the root callback always sets it
+        state = State()
+        ctx.obj = state
+        ctx.call_on_close(state.close)
+    return state
+
+
+def require_scope(tenant: str | None, user: str | None, agent: str | None = None) -> Scope:
+    """The identity a command acts in; a missing tenant or user is one clear usage error (S2)."""
+    missing = [
+        f"--{name} (or ${env})"
+        for name, env, value in (("tenant", "MEMWARDEN_TENANT", tenant), ("user", "MEMWARDEN_USER", user))
+        if not value
+    ]
+    if missing:
+        raise CliError(f"missing identity: pass {' and '.join(missing)}", EXIT_USAGE)
+    return Scope(tenant or "", user or "", agent or None)
+
+
+def operator_context(
+    scope: Scope, *, sources: tuple[str, ...] = ("cli",), read_shared: bool = False
+) -> Context:
+    return Context(
+        scope,
+        session_id=new_id(),
+        source_type=SourceType.OPERATOR,
+        actor=OPERATOR_ACTOR,
+        sources=sources,
+        trust=Trust.TRUSTED,
+        clearance=OPERATOR_CLEARANCE,
+        read_shared=read_shared,
+    )
+
+
+class Sensitivity(StrEnum):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    CONFIDENTIAL = "confidential"
+    SECRET = "secret"
+
+
+class ExportFormat(StrEnum):
+    JSONL = "jsonl"
+    MD = "md"
+
+
+TenantOpt = Annotated[
+    str | None,
+    typer.Option("--tenant", envvar="MEMWARDEN_TENANT", show_default=False, help="Tenant of the scope."),
+]
+UserOpt = Annotated[
+    str | None, typer.Option("--user", envvar="MEMWARDEN_USER", show_default=False, help="User of the scope.")
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        envvar="MEMWARDEN_AGENT",
+        show_default=False,
+        help="Agent of the scope; omit for the user's shared memories (read by agents that opt in).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+# --- the app ------------------------------------------------------------------------------------------------
+
+app = typer.Typer(
+    name="memwarden",
+    cls=_OneLineErrors,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    help="memwarden: persistent memory for LLM agents where every write crosses a trust boundary.\n\n"
+    "Operator tools: save, search and inspect memories, see everything held about a user (beliefs), "
+    "delete on request, verify the audit chain and the store (doctor), export and import through the "
+    "write gate. Start with [bold]memwarden demo[/bold].",
+    epilog="Identity comes from --tenant/--user/--agent or "
+    "$MEMWARDEN_TENANT/$MEMWARDEN_USER/$MEMWARDEN_AGENT. The signing key comes from $MEMWARDEN_KEY, "
+    "$MEMWARDEN_KEY_FILE or the key file in your config dir.",
+)
+audit_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help="The hash-chained audit log: browse it, verify it, find which sessions a memory reached.",
+)
+app.add_typer(audit_app, name="audit")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from memwarden import __version__
+
+        typer.echo(f"memwarden {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            "--url",
+            envvar="MEMWARDEN_URL",
+            show_default=False,
+            help="SQLite database: a file path or sqlite:///path.db. Default: $MEMWARDEN_URL, else "
+            "memwarden.db in your user data directory (created on first use).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Print every memory event (added, held, rejected, removed, read, …) to stderr "
+            "as it happens.",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the memwarden version and exit."
+        ),
+    ] = False,
+) -> None:
+    """memwarden: persistent memory for LLM agents where every write crosses a trust boundary."""
+    state = State(url=db or None, verbose=verbose)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+# --- rendering helpers --------------------------------------------------------------------------------------
+
+
+def _trust_text(trust: str) -> Text:
+    return Text(trust, style="green" if trust == Trust.TRUSTED else "yellow")
+
+
+def _status_text(status: str) -> Text:
+    return Text(
+        "held" if status == Status.REVIEW else status, style="green" if status == Status.ACTIVE else "yellow"
+    )
+
+
+def _source_label(rec: Record) -> str:
+    p = rec.provenance
+    return p.source_type + (f": {', '.join(p.sources)}" if p.sources else "")
+
+
+WIDE = 140  # below this many columns, tables stack several facts per cell
+
+
+def _stack(*parts: str | Text) -> Text:
+    return Text("\n").join(p if isinstance(p, Text) else Text(p) for p in parts)
+
+
+def records_table(
+    records: Sequence[Record], *, title: str | None = None, show_agent: bool = False, width: int = WIDE
+) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    table.add_column("id", no_wrap=True, style="cyan", min_width=26)
+    wide = width >= WIDE
+    if wide:
+        if show_agent:
+            table.add_column("agent", overflow="fold")
+        for col in ("kind", "updated (UTC)", "trust", "sens.", "conf."):
+            table.add_column(col, no_wrap=True, justify="right" if col == "conf." else "left")
+    else:
+        table.add_column(("agent · " if show_agent else "") + "kind / trust", overflow="fold")
+    table.add_column("content", ratio=1, min_width=24, overflow="fold")
+    for r in records:
+        agent = printable(r.provenance.agent) or "*shared*"
+        content = Text(preview(r.content, 100 if wide else 160))
+        if wide:
+            row: list[Any] = [r.id] + ([Text(agent)] if show_agent else [])
+            row += [
+                r.kind,
+                _when(r.updated_at),
+                _trust_text(r.provenance.trust),
+                r.sensitivity_name,
+                f"{r.confidence:.2f}",
+                content,
+            ]
+        else:
+            row = [
+                _stack(r.id, Text(_when(r.updated_at), style="dim")),
+                _stack((f"{agent} · " if show_agent else "") + r.kind, _trust_text(r.provenance.trust)),
+                content,
+            ]
+        table.add_row(*row)
+    return table
+
+
+def _print_records(
+    records: Sequence[Record],
+    *,
+    title: str,
+    as_json: bool,
+    show_agent: bool = False,
+    empty: str = "no memories",
+) -> None:
+    if as_json:
+        _echo_json([r.to_dict() for r in records])
+        return
+    con = _console()
+    if not records:
+        con.print(Text(f"{title}: {empty}", style="dim"))
+        return
+    con.print(records_table(records, title=title, show_agent=show_agent, width=con.width))
+
+
+# --- memory commands ----------------------------------------------------------------------------------------
+
+
+@app.command()
+def save(
+    ctx: typer.Context,
+    text: Annotated[
+        str,
+        typer.Argument(
+            metavar="TEXT",
+            show_default=False,
+            help='The memory to save, e.g. "User prefers Go for services".',
+        ),
+    ],
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    kind: Annotated[Kind, typer.Option(help="What sort of memory this is.")] = Kind.FACT,
+    ttl_days: Annotated[
+        int | None,
+        typer.Option(
+            "--ttl-days",
+            show_default=False,
+            help="Keep it this many days (1-365; default from the policy for the kind, 30 for most).",
+        ),
+    ] = None,
+    sensitivity: Annotated[
+        Sensitivity | None,
+        typer.Option(show_default=False, help="Sensitivity (default: the policy's, internal)."),
+    ] = None,
+    due: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False, help="Reminders only: due time, ISO-8601 such as 2026-12-01T09:00Z."
+        ),
+    ] = None,
+    confidence: Annotated[float, typer.Option(min=0.0, max=1.0, help="How sure you are, 0 to 1.")] = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Save a memory as the operator (trusted, source_type=operator), through the write gate."""
+    from memwarden.session import parse_due
+
+    scope = require_scope(tenant, user, agent)
+    service = _state(ctx).service()
+    result = service.write(
+        operator_context(scope),
+        text,
+        kind=str(kind),
+        confidence=confidence,
+        sensitivity=str(sensitivity) if sensitivity else None,
+        ttl_days=ttl_days,
+        due_at=parse_due(due),
+    )
+    _report_write(result, scope, as_json)
+
+
+def _report_write(result: WriteResult, scope: Scope, as_json: bool) -> None:
+    if as_json:
+        _echo_json(result.to_dict())
+    elif result.status == "accepted":
+        _console().print(
+            Text.assemble(
+                ("✓ saved ", "green"),
+                (str(result.id), "cyan"),
+                f" (version {result.version}) in {printable(str(scope))}",
+            )
+        )
+    elif result.status == "review":
+        _console().print(
+            Text.assemble(
+                ("⚠ held for operator review: ", "yellow"),
+                (str(result.id), "cyan"),
+                f" - {one_line(result.message)}",
+            )
+        )
+    if result.status == "rejected":
+        raise CliError(f"rejected by the write gate: {result.verdict.reason()}")
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Words to look for.", show_default=False)],
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    k: Annotated[int, typer.Option("-k", "--k", min=1, max=100, help="How many results.")] = 5,
+    kind: Annotated[Kind | None, typer.Option(show_default=False, help="Only this kind.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Full-text search of the live memories of one scope (held and expired ones never match)."""
+    scope = require_scope(tenant, user, agent)
+    service = _state(ctx).service()
+    found = service.search(
+        operator_context(scope, read_shared=service.policy.read_shared),
+        query,
+        k=k,
+        kind=str(kind) if kind else None,
+    )
+    _print_records(
+        found,
+        title=f"search {preview(query, 40)!r} in {printable(str(scope))}",
+        as_json=as_json,
+        empty="nothing found",
+    )
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    kind: Annotated[Kind | None, typer.Option(show_default=False, help="Only this kind.")] = None,
+    all_agents: Annotated[
+        bool,
+        typer.Option("--all-agents", help="List every agent's memories of the user, and the shared ones."),
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many per scope.")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the live memories of a scope, newest first.
+
+    Memories held for operator review are not listed here; `memwarden beliefs` shows them."""
+    from memwarden.transfer import user_agents
+
+    scope = require_scope(tenant, user, agent)
+    service = _state(ctx).service()
+    scopes = (
+        [Scope(scope.tenant, scope.user, a) for a in user_agents(service, scope.tenant, scope.user)]
+        if all_agents
+        else [scope]
+    )
+    found: list[Record] = []
+    for s in scopes:
+        found += service.list(operator_context(s), kind=str(kind) if kind else None, limit=limit)
+    title = (
+        f"{printable(scope.tenant)}/{printable(scope.user)} (all agents)"
+        if all_agents
+        else printable(str(scope))
+    )
+    _print_records(found, title=title, as_json=as_json, show_agent=all_agents)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id.", show_default=False)],
+    as_json: JsonOpt = False,
+) -> None:
+    """Operator view of one memory: full record, provenance, version history and verification.
+
+    Exits 1 if the record fails verification (edited outside memwarden): agents are never served it."""
+    from memwarden.transfer import check_rows
+
+    service = _state(ctx).service()
+    rows = service.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
+    if not rows:
+        raise NotFound(f"no memory {memory_id}")
+    checked = check_rows(service, rows)[0]
+    if checked.record is None:
+        raise CliError(f"memory {memory_id} cannot be shown: {checked.refused}; run `memwarden doctor`")
+    rec = checked.record
+    history = service.history(memory_id)
+    reads = sum(1 for _ in audit.reads_of(service.backend, memory_id))
+    if as_json:
+        _echo_json(
+            {
+                "record": rec.to_dict(),
+                "verified": checked.ok,
+                "refused": checked.refused,
+                "reads": reads,
+                "history": [{**h, "superseded_at": iso(h["superseded_at"])} for h in history],
+            }
+        )
+    else:
+        _print_show(rec, checked.refused, history, reads)
+    if not checked.ok:
+        raise CliError(
+            f"memory {memory_id} failed verification ({checked.refused}) and is not served to agents; "
+            "run `memwarden doctor`"
+        )
+
+
+def _print_show(rec: Record, refused: str | None, history: list[dict[str, Any]], reads: int) -> None:
+    con = _console()
+    p = rec.provenance
+    verified = refused is None
+    check = (
+        Text("✓ verified", style="green")
+        if verified
+        else Text(f"✗ NOT SERVED: {refused} (the content below is untrusted)", style="bold red")
+    )
+    con.print(Text.assemble(("memory ", "bold"), (rec.id, "bold cyan"), f"  version {rec.version}  ", check))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    rows: list[tuple[str, Any]] = [
+        ("status", _status_text(rec.status)),
+        ("kind", rec.kind),
+        ("created", _when(rec.created_at)),
+        ("updated", _when(rec.updated_at)),
+        ("expires", _when(rec.expires_at)),
+        ("due", _when(rec.due_at)),
+        ("sensitivity", rec.sensitivity_name),
+        ("confidence", f"{rec.confidence:g}"),
+        ("content hash", rec.content_hash),
+        ("metadata", Text(printable(json.dumps(rec.metadata, ensure_ascii=False)))),
+        ("derived from", ", ".join(rec.derived_from) or "-"),
+        ("", ""),
+        ("scope", Text(printable(f"{p.tenant}/{p.user}/{p.agent or '*shared*'}"))),
+        ("session", p.session_id),
+        ("source type", p.source_type),
+        ("sources", Text(printable(", ".join(p.sources) or "-"))),
+        ("trust", _trust_text(p.trust)),
+        ("approval", Text(printable(p.approval))),
+        ("reached", f"{reads} session read(s); see `memwarden audit reads {rec.id}`"),
+    ]
+    for label, value in rows:
+        grid.add_row(label, value)
+    con.print(grid)
+    con.print(
+        Panel(
+            Text(printable(rec.content, keep_newlines=True)),
+            title="content",
+            title_align="left",
+            border_style="green" if verified else "red",
+        )
+    )
+    if history:
+        table = Table(title="earlier versions", box=box.SIMPLE, title_justify="left")
+        for col in ("version", "superseded (UTC)", "source type", "session", "content"):
+            table.add_column(col, overflow="fold", no_wrap=col != "content")
+        for h in history:
+            table.add_row(
+                str(h["version"]),
+                _when(h["superseded_at"]),
+                str(h["source_type"]),
+                str(h["session_id"]),
+                Text(preview(str(h["content"]), 80)),
+            )
+        con.print(table)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    memory_id: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="ID", show_default=False, help="Memory id to delete (with everything derived from it)."
+        ),
+    ] = None,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Delete every memory of the scope (or of --kind).")
+    ] = False,
+    kind: Annotated[Kind | None, typer.Option(show_default=False, help="With --all: only this kind.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm --all (required).")] = False,
+) -> None:
+    """Delete memories from every place they are stored (record, index, history, derived records).
+
+    With an ID: delete that memory, held or not; its scope is taken from --tenant/--user/--agent when
+    given, else from the record. With --all --yes: clear exactly one scope, optionally one --kind. The audit
+    log keeps a tombstone (id, hash, who, when), never the content."""
+    service = _state(ctx).service()
+    if all_:
+        if memory_id is not None:
+            raise CliError("pass either an ID or --all, not both", EXIT_USAGE)
+        scope = require_scope(tenant, user, agent)
+        if not yes:
+            raise CliError(
+                f"--all deletes every {kind or 'memory'} in {scope}; add --yes to confirm", EXIT_USAGE
+            )
+        removed = service.clear(operator_context(scope), str(kind) if kind else None, include_held=True)
+        _console().print(
+            Text(
+                f"✓ removed {_n(len(removed), 'memory')} from {printable(str(scope))}"
+                + (f" (kind {kind})" if kind else ""),
+                style="green",
+            )
+        )
+        return
+    if memory_id is None:
+        raise CliError("pass the ID of the memory to forget, or --all --yes to clear a scope", EXIT_USAGE)
+    if tenant or user:
+        scope = require_scope(tenant, user, agent)
+    else:
+        p = service.operator_get(memory_id).provenance
+        scope = Scope(p.tenant, p.user, p.agent or None)
+    try:
+        removed = service.remove(operator_context(scope), memory_id, include_held=True)
+    except NotFound:
+        raise NotFound(f"no memory {memory_id} in {scope}") from None
+    derived = [r for r in removed if r != memory_id]
+    _console().print(
+        Text.assemble(
+            ("✓ removed ", "green"),
+            (memory_id, "cyan"),
+            f" from {printable(str(scope))}",
+            f" and {len(derived)} derived: {', '.join(derived)}" if derived else "",
+        )
+    )
+
+
+@app.command()
+def beliefs(
+    ctx: typer.Context,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Everything held about one user, with where each memory came from, its trust and who approved it.
+
+    Covers every agent of the user and the shared scope, active and held memories; expired ones are gone."""
+    from memwarden.transfer import held_about
+
+    scope = require_scope(tenant, user)
+    service = _state(ctx).service()
+    checked = held_about(service, scope.tenant, scope.user)
+    if as_json:
+        out: list[dict[str, Any]] = []
+        for c in checked:
+            d: dict[str, Any] = c.record.to_dict() if c.record else {"id": c.id}
+            if not c.ok:
+                d["content"] = None  # never served: it failed verification (see `memwarden show ID`)
+            out.append({**d, "verified": c.ok, "refused": c.refused})
+        _echo_json({"tenant": scope.tenant, "user": scope.user, "count": len(out), "memories": out})
+        return
+    con = _console()
+    held = sum(c.record is not None and c.record.status == Status.REVIEW for c in checked)
+    bad = sum(not c.ok for c in checked)
+    title = (
+        f"beliefs about {printable(scope.tenant)}/{printable(scope.user)}: {_n(len(checked), 'memory')}"
+        + (f", {held} held for review" if held else "")
+        + (f", {bad} failed verification" if bad else "")
+    )
+    if not checked:
+        con.print(Text(f"{title} (nothing is held about this user)", style="dim"))
+        return
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    wide = con.width >= WIDE
+    if wide:
+        table.add_column("id", no_wrap=True, style="cyan", min_width=26)
+        for col in ("agent", "kind", "status", "trust", "source", "approval"):
+            table.add_column(col, overflow="fold", no_wrap=col in ("kind", "status", "trust"))
+    else:
+        table.add_column("id / agent · kind", no_wrap=True, min_width=26)
+        table.add_column("status · trust / source / approval", overflow="fold", max_width=30)
+    table.add_column("content", ratio=1, min_width=16, overflow="fold")
+    for c in checked:
+        if c.record is None:
+            bad_row = Text(f"✗ {c.refused}", style="bold red")
+            table.add_row(*([c.id] + ["?"] * 6 if wide else [c.id, "?"]), bad_row)
+            continue
+        r, p = c.record, c.record.provenance
+        content = (
+            Text(preview(r.content, 90))
+            if c.ok
+            else Text("✗ failed verification: content withheld (memwarden show ID)", style="bold red")
+        )
+        agent, source, approval = (
+            printable(p.agent) or "*shared*",
+            printable(_source_label(r)),
+            printable(p.approval),
+        )
+        if wide:
+            table.add_row(
+                r.id,
+                Text(agent),
+                r.kind,
+                _status_text(r.status),
+                _trust_text(p.trust),
+                Text(source),
+                Text(approval),
+                content,
+            )
+        else:
+            table.add_row(
+                _stack(Text(r.id, style="cyan"), f"{agent} · {r.kind}"),
+                _stack(
+                    Text.assemble(_status_text(r.status), " · ", _trust_text(p.trust)),
+                    source,
+                    f"approval: {approval}",
+                ),
+                content,
+            )
+    con.print(table)
+
+
+# --- audit --------------------------------------------------------------------------------------------------
+
+
+@audit_app.command("log")
+def audit_log(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="Show the newest N events.")] = 50,
+    event: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False, help="Only this event (added, held, rejected, removed, read, injected, …)."
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", metavar="ID", show_default=False, help="Only events about this memory."),
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(show_default=False, help="Only this tenant.")] = None,
+    user: Annotated[str | None, typer.Option(show_default=False, help="Only this user.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Browse the audit log, oldest of the selection first."""
+    service = _state(ctx).service()
+    rows = audit.log_rows(
+        service.backend, limit=limit, event=event, memory_id=memory, tenant=tenant, user=user
+    )
+    if as_json:
+        _echo_json([{**r, "ts": iso(r["ts"])} for r in rows])
+        return
+    con = _console()
+    if not rows:
+        con.print(Text("no audit events match", style="dim"))
+        return
+    table = Table(box=box.SIMPLE_HEAVY)
+    wide = con.width >= WIDE
+    table.add_column("seq", no_wrap=True, justify="right")
+    if wide:
+        for col in ("time (UTC)", "event", "actor", "scope"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("memory", no_wrap=True, min_width=26)
+    else:
+        table.add_column("time (UTC) / event / memory", no_wrap=True, min_width=26)
+        table.add_column("actor / scope", overflow="fold", max_width=24)
+    table.add_column("details", overflow="fold", min_width=16, max_width=90)
+    for r in rows:
+        scope = "/".join(x for x in (r["tenant"], r["user"], r["agent"]) if x) or "-"
+        style = (
+            "red"
+            if r["event"] in ("rejected", "integrity_failure")
+            else ("yellow" if r["event"] == "held" else "")
+        )
+        details = json.dumps(
+            _short_hashes(r["details"]), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+        )
+        event_text = Text(printable(r["event"]), style=style)
+        if wide:
+            table.add_row(
+                str(r["seq"]),
+                _when(r["ts"]),
+                event_text,
+                Text(printable(r["actor"])),
+                Text(printable(scope)),
+                r["memory_id"] or "-",
+                Text(preview(details, 160)),
+            )
+        else:
+            table.add_row(
+                str(r["seq"]),
+                _stack(_when(r["ts"]), event_text, r["memory_id"] or "-"),
+                _stack(printable(r["actor"]), printable(scope)),
+                Text(preview(details, 160)),
+            )
+    con.print(table)
+
+
+def _short_hashes(value: Any) -> Any:
+    """Abbreviate sha256/HMAC hex digests so a table row stays readable (``--json`` has them in full)."""
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+        return value[:12] + "…"
+    if isinstance(value, dict):
+        return {k: _short_hashes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short_hashes(v) for v in value]
+    return value
+
+
+@audit_app.command("verify")
+def audit_verify(ctx: typer.Context) -> None:
+    """Verify the audit hash chain; exits 1 and lists the problems if a row was edited, deleted or moved."""
+    service = _state(ctx).service()
+    problems = audit.verify(service.backend, service.signer)
+    with service.backend.read() as conn:
+        count, last = conn.execute("SELECT count(*), max(seq) FROM audit").fetchone()
+    if not problems:
+        _console().print(Text(f"✓ audit chain intact: {count} events (last seq {last or 0})", style="green"))
+        return
+    table = Table(title="audit chain problems", box=box.SIMPLE_HEAVY, title_justify="left")
+    table.add_column("seq", no_wrap=True)
+    table.add_column("problem")
+    for p in problems:
+        table.add_row(str(p.seq), p.problem)
+    _console().print(table)
+    raise CliError(f"audit chain broken: {len(problems)} problem(s) in {count} events")
+
+
+@audit_app.command("reads")
+def audit_reads(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="MEMORY_ID", help="Memory id.", show_default=False)],
+    as_json: JsonOpt = False,
+) -> None:
+    """Blast radius: every session a memory reached, through a prompt block or a tool result."""
+    service = _state(ctx).service()
+    rows = list(audit.reads_of(service.backend, memory_id))
+    if as_json:
+        _echo_json([{**r, "ts": iso(r["ts"])} for r in rows])
+        return
+    con = _console()
+    sessions = {r["session_id"] for r in rows}
+    if not rows:
+        con.print(Text(f"memory {memory_id} has not reached any session", style="dim"))
+        return
+    table = Table(
+        title=f"memory {memory_id} reached {len(sessions)} session(s)",
+        box=box.SIMPLE_HEAVY,
+        title_justify="left",
+    )
+    for col in ("session", "how", "time (UTC)", "actor", "scope", "audit seq"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        scope = "/".join(x for x in (r["tenant"], r["user"], r["agent"]) if x) or "-"
+        how = "prompt block" if r["event"] == "injected" else "tool result"
+        table.add_row(
+            r["session_id"],
+            how,
+            _when(r["ts"]),
+            Text(printable(r["actor"])),
+            Text(printable(scope)),
+            str(r["seq"]),
+        )
+    con.print(table)
+
+
+# --- export / import ----------------------------------------------------------------------------------------
+
+
+def _open_private(path: Path) -> IO[str]:
+    """Exports hold personal data: create the file readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="jsonl: one record per line (re-importable); md: a report a person can read.",
+        ),
+    ] = ExportFormat.JSONL,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            show_default=False,
+            dir_okay=False,
+            help="Write to this file (created with mode 0600) instead of stdout.",
+        ),
+    ] = None,
+    include_held: Annotated[
+        bool, typer.Option("--include-held", help="Also export memories held for operator review.")
+    ] = False,
+    all_agents: Annotated[
+        bool,
+        typer.Option("--all-agents", help="Export every agent's memories of the user, and the shared ones."),
+    ] = False,
+) -> None:
+    """Export the live memories of a scope as JSONL or readable Markdown.
+
+    Expired, deleted and unverifiable memories are never exported; held ones only with --include-held."""
+    from memwarden.transfer import ALL_AGENTS, AgentSelector, export_jsonl, export_markdown
+
+    scope = require_scope(tenant, user, agent)
+    service = _state(ctx).service()
+    selector: AgentSelector = ALL_AGENTS if all_agents else scope.agent
+    skipped: list[str] = []
+    if fmt == ExportFormat.JSONL:
+        text = "".join(
+            line + "\n"
+            for line in export_jsonl(
+                service, scope.tenant, scope.user, selector, include_held, skipped=skipped
+            )
+        )
+        count = text.count("\n")
+    else:
+        text = export_markdown(service, scope.tenant, scope.user, selector, include_held, skipped=skipped)
+        text += "" if text.endswith("\n") else "\n"
+        count = text.count("\n#### ")
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with _open_private(out) as fh:
+            fh.write(text)
+        _console().print(Text(f"✓ exported {_n(count, 'memory')} to {printable(str(out))}", style="green"))
+    if skipped:
+        raise CliError(
+            f"{len(skipped)} memories failed signature verification and were left out "
+            f"({', '.join(skipped)}); run `memwarden doctor`"
+        )
+
+
+def _read_lines(source: str) -> Iterator[bytes]:
+    if source == "-":
+        yield from typer.get_binary_stream("stdin")
+        return
+    with open(source, "rb") as fh:
+        yield from fh
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE|-",
+            show_default=False,
+            help='JSONL file, or - for stdin. Each line: {"content": …} with optional kind, confidence, '
+            "sensitivity, ttl_days, due, metadata. Any other field (provenance) is ignored.",
+        ),
+    ],
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    untrusted: Annotated[
+        bool,
+        typer.Option(
+            "--untrusted",
+            help="The file comes from an untrusted source: hold every record for operator review.",
+        ),
+    ] = False,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False, help="Source label kept in each record's provenance (default: the file path)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import JSONL memories into a scope through the write gate.
+
+    Provenance in the file is ignored: records get source_type=import and this file as their source. Exits 1
+    if any line was rejected or not understood; every other line is still imported."""
+    from memwarden.transfer import import_jsonl
+
+    scope = require_scope(tenant, user, agent)
+    label = source or ("stdin" if file == "-" else str(Path(file).expanduser().resolve()))
+    if file != "-" and not Path(file).is_file():
+        raise CliError(f"no such file: {file}")
+    service = _state(ctx).service()
+    report = import_jsonl(service, scope, _read_lines(file), source_label=label, trusted=not untrusted)
+    if as_json:
+        _echo_json(report.to_dict())
+    else:
+        con = _console()
+        con.print(Text(f"import into {printable(str(scope))} from {printable(label)}", style="italic"))
+        summary = Table(box=box.SIMPLE_HEAVY)
+        summary.add_column("outcome")
+        summary.add_column("lines", justify="right")
+        summary.add_row(Text("accepted", style="green"), str(report.accepted))
+        summary.add_row(Text("held for operator review", style="yellow"), str(report.review))
+        summary.add_row(Text("rejected by the write gate", style="red"), str(report.rejected))
+        summary.add_row(Text("not understood", style="red"), str(len(report.errors)))
+        if report.blank_lines:
+            summary.add_row(Text("blank (skipped)", style="dim"), str(report.blank_lines))
+        con.print(summary)
+        if report.failed:
+            table = Table(title="lines not imported", box=box.SIMPLE, title_justify="left")
+            table.add_column("line", justify="right", no_wrap=True)
+            table.add_column("outcome", no_wrap=True)
+            table.add_column("why", overflow="fold")
+            for o in report.failed:
+                table.add_row(str(o.line), o.status, Text(one_line(o.message)))
+            con.print(table)
+        if report.ignored_fields:
+            con.print(
+                Text(
+                    "ignored fields (provenance is never taken from a file): "
+                    + ", ".join(printable(f) for f in sorted(report.ignored_fields)),
+                    style="dim",
+                )
+            )
+    if report.failed:
+        total = len(report.outcomes)
+        raise CliError(
+            f"{len(report.failed)} of {total} lines were not imported "
+            f"({report.rejected} rejected, {len(report.errors)} not understood)"
+        )
+
+
+# --- maintenance --------------------------------------------------------------------------------------------
+
+
+@app.command()
+def gc(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Purge expired memories from every table (they were already invisible to every read)."""
+    removed = _state(ctx).service().gc(actor=OPERATOR_ACTOR)
+    if as_json:
+        _echo_json({"purged": len(removed), "ids": removed})
+        return
+    _console().print(Text(f"✓ purged {_n(len(removed), 'expired memory')}", style="green"))
+
+
+@app.command()
+def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Check the store: integrity, zombie index rows, signatures, usage counters, audit chain.
+
+    Exits 1 if anything is wrong."""
+    from memwarden import doctor as doctor_mod
+
+    service = _state(ctx).service()
+    findings = doctor_mod.run(service)
+    if as_json:
+        _echo_json(
+            {
+                "ok": not findings,
+                "database": str(service.path),
+                "findings": [
+                    {"check": f.check, "subject": f.subject, "problem": f.problem} for f in findings
+                ],
+            }
+        )
+    elif not findings:
+        _console().print(
+            Text(
+                f"✓ no problems found in {printable(str(service.path))}: SQLite integrity, no "
+                "zombie rows, every signature valid, audit chain intact",
+                style="green",
+            )
+        )
+    else:
+        table = Table(
+            title=f"doctor: {printable(str(service.path))}", box=box.SIMPLE_HEAVY, title_justify="left"
+        )
+        for col in ("check", "subject", "problem"):
+            table.add_column(col, no_wrap=col != "problem", overflow="fold")
+        for f in findings:
+            table.add_row(Text(f.check, style="red"), Text(printable(f.subject)), Text(printable(f.problem)))
+        _console().print(table)
+    if findings:
+        raise CliError(f"doctor found {len(findings)} problem(s)")
+
+
+@app.command()
+def demo(ctx: typer.Context) -> None:
+    """A guided tour on a fresh temporary database with its own key.
+
+    Shows the write gate, the frozen prompt snapshot, a capacity error, tamper detection by doctor, deletion
+    reaching every index and audit verification. Your database and key are never touched."""
+    from memwarden import demo as demo_mod
+
+    code = demo_mod.run(_console(), verbose=_state(ctx).verbose)
+    if code:
+        raise CliError("the demo found a problem (see the ✗ above)")
+
+
+# --- scan ---------------------------------------------------------------------------------------------------
+
+
+def _scan_candidates(
+    lines: Iterable[bytes], source: str, kind: str
+) -> Iterator[tuple[int, str | None, str, str, str | None]]:
+    """(line, text, source, kind, error) per non-blank line: plain text, or a JSON object with ``text``."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            yield number, None, source, kind, f"not valid UTF-8 (byte {exc.start})"
+            continue
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                obj = None
+            if isinstance(obj, dict) and "text" in obj:
+                src, knd = obj.get("source", source), obj.get("kind", kind)
+                if not isinstance(src, str) or not isinstance(knd, str):
+                    yield number, None, source, kind, "'source' and 'kind' must be strings"
+                    continue
+                if not isinstance(obj["text"], str):
+                    yield number, None, src, knd, "'text' must be a string"
+                    continue
+                yield number, obj["text"], src, knd, None
+                continue
+        yield number, line, source, kind, None
+
+
+@app.command()
+def scan(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE|-",
+            help='One candidate per line, or JSONL objects {"text", "source"?, "kind"?}; '
+            "- (default) reads stdin.",
+        ),
+    ] = "-",
+    source: Annotated[
+        str, typer.Option(help="Source type of plain-text candidates (user, model, tool, …).")
+    ] = "model",
+    kind: Annotated[str, typer.Option(help="Kind of plain-text candidates.")] = "fact",
+    summary: Annotated[
+        bool,
+        typer.Option(
+            "--summary", help="Print counts per verdict and per rule instead of one line per candidate."
+        ),
+    ] = False,
+) -> None:
+    """Run the write gate on candidates without storing anything; one JSON verdict per line."""
+    from memwarden.gate import scan as gate_scan
+
+    if file != "-" and not Path(file).is_file():
+        raise CliError(f"no such file: {file}")
+    verdicts: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    errors = 0
+    for number, text, src, knd, error in _scan_candidates(_read_lines(file), source, kind):
+        if error is not None:
+            errors += 1
+            if not summary:
+                typer.echo(json.dumps({"line": number, "error": error}))
+            continue
+        verdict = gate_scan(text, source=src, kind=knd)
+        verdicts[verdict.verdict] += 1
+        rules.update(set(verdict.rules))
+        if not summary:
+            typer.echo(json.dumps({"line": number, **verdict.to_dict()}, ensure_ascii=False))
+    if summary:
+        con = _console()
+        table = Table(
+            title=f"scan: {sum(verdicts.values())} candidates", box=box.SIMPLE_HEAVY, title_justify="left"
+        )
+        table.add_column("verdict / rule")
+        table.add_column("candidates", justify="right")
+        for name in ("accept", "review", "reject"):
+            table.add_row(Text(name, style="bold"), str(verdicts.get(name, 0)))
+        for rule, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(f"  {rule}", str(n))
+        if errors:
+            table.add_row(Text("unreadable lines", style="red"), str(errors))
+        con.print(table)
+
+
+def main() -> NoReturn:
+    """Console-script entry point (``memwarden``)."""
+    app(prog_name="memwarden")
+    raise SystemExit(0)  # pragma: no cover - app() always exits
+
+
+if __name__ == "__main__":
+    main()

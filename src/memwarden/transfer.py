@@ -1,0 +1,463 @@
+"""Export and import (D3, G1, R2, T2, T6).
+
+Export writes what memwarden holds about one user, as JSON Lines (one :meth:`Record.to_dict` per line) or
+as Markdown a person can read. An export contains only live records: expired ones (D2), deleted ones (D3) and
+rows that fail signature verification (I1, T6) are never in it; records held for review (T2) only when asked
+for.
+Every export is written to the audit log (which ids left the store, in which format, for whom).
+
+Import reads JSON Lines and sends every line through **the** write path, :meth:`MemoryService.write`, so the
+gate runs on it like on any other write (G1). Provenance written in the file (ids, session, source, trust,
+approval, status, timestamps) is ignored: provenance comes from the importing operator, never from data (R2).
+A line that is not valid JSON, is not an object or has a field of the wrong type is reported with its line
+number; it never stops the other lines and never raises.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import EllipsisType
+from typing import Any
+
+from memwarden import audit
+from memwarden.errors import MemwardenError
+from memwarden.events import Event
+from memwarden.ids import new_id
+from memwarden.records import SENSITIVITY_LEVELS, Record, SourceType, Status, Trust, iso, now_ms
+from memwarden.scope import Scope
+from memwarden.service import Context, MemoryService
+from memwarden.session import parse_due
+from memwarden.store.sqlite import SELECT_COLS, decode_row, scope_clause
+
+ALL_AGENTS: EllipsisType = ...
+"""Pass as ``agent`` to export every agent's records of the user (``None`` means the user's shared scope)."""
+
+AgentSelector = str | None | EllipsisType
+
+IMPORT_FIELDS = frozenset(
+    {"content", "kind", "confidence", "sensitivity", "ttl_days", "due", "due_at", "metadata"}
+)
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+
+def user_agents(service: MemoryService, tenant: str, user: str) -> list[str | None]:
+    """The agents that hold live records of a user (``None`` = the user's shared scope), sorted."""
+    scope = Scope(tenant, user)
+    with service.backend.read() as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT m.agent FROM memories m WHERE m.tenant = ? AND m.user_id = ?"
+            " AND m.expires_at > ? ORDER BY m.agent",
+            (scope.tenant, scope.user, now_ms()),
+        )
+        return [r[0] or None for r in rows.fetchall()]
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One stored row as the service judges it: ``refused`` says why it would never be served (I1, T6)."""
+
+    id: str
+    record: Record | None  # None when the row is malformed (edited around the API)
+    refused: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and self.record is not None
+
+
+def check_rows(service: MemoryService, rows: Sequence[Sequence[object]]) -> list[Checked]:
+    """Decode and verify rows with the service's own checks (signature, audit history), in order."""
+    why: dict[str, str] = dict(service.refused(rows)) if rows else {}
+    out = []
+    for row in rows:
+        rec = decode_row(row)
+        reason = why.get(str(row[0]))
+        if rec is None and reason is None:
+            reason = "malformed row: edited outside memwarden"
+        out.append(Checked(str(row[0]), rec, reason))
+    return out
+
+
+def held_about(service: MemoryService, tenant: str, user: str) -> list[Checked]:
+    """A4: every non-expired row held about a user (all agents, active and held), each with its verdict.
+
+    Unlike :meth:`MemoryService.beliefs` a malformed or tampered row is listed (as refused), never raised."""
+    scope = Scope(tenant, user)
+    rows = service.backend.query(
+        f"SELECT {SELECT_COLS} FROM memories m WHERE m.tenant = ? AND m.user_id = ? AND m.expires_at > ?"
+        " ORDER BY m.agent, m.kind, m.updated_at DESC, m.id",
+        (scope.tenant, scope.user, now_ms()),
+    )
+    return check_rows(service, rows)
+
+
+def report_refused(service: MemoryService, refused: Sequence[Checked], *, actor: str, via: str) -> None:
+    """Write an ``integrity_failure`` security event for each refused row (T6) and publish it (A3)."""
+    if not refused:
+        return
+    with service.backend.write() as tx:
+        events = []
+        for c in refused:
+            p = c.record.provenance if c.record else None
+            events.append(
+                audit.append(
+                    tx,
+                    service.signer,
+                    "integrity_failure",
+                    actor=actor,
+                    tenant=p.tenant if p else None,
+                    user=p.user if p else None,
+                    agent=p.agent if p else None,
+                    memory_id=c.id,
+                    details={"problem": c.refused, "via": via},
+                )
+            )
+    service.events.publish(events)
+
+
+def live_records(
+    service: MemoryService,
+    tenant: str,
+    user: str,
+    agent: AgentSelector = ALL_AGENTS,
+    include_held: bool = False,
+    *,
+    skipped: list[str] | None = None,
+    actor: str = "operator:cli",
+) -> list[Record]:
+    """Live, verified records of a user: scope, expiry and status are filtered in SQL (S3, D2); a row the
+    service would refuse is left out, reported as a security event and its id appended to ``skipped`` (T6)."""
+    params: list[object]
+    if isinstance(agent, EllipsisType):
+        scope = Scope(tenant, user)
+        where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
+    else:
+        scope = Scope(tenant, user, agent)
+        where, params = scope_clause(scope, read_shared=False)
+    where += " AND m.expires_at > ?"
+    params.append(now_ms())
+    if not include_held:
+        where += " AND m.status = ?"
+        params.append(Status.ACTIVE)
+    rows = service.backend.query(
+        f"SELECT {SELECT_COLS} FROM memories m WHERE {where} ORDER BY m.agent, m.kind, m.created_at, m.id",
+        params,
+    )
+    checked = check_rows(service, rows)
+    bad = [c for c in checked if not c.ok]
+    report_refused(service, bad, actor=actor, via="export")
+    if skipped is not None:
+        skipped.extend(c.id for c in bad)
+    return [c.record for c in checked if c.ok and c.record is not None]
+
+
+def _log_export(
+    service: MemoryService,
+    tenant: str,
+    user: str,
+    agent: AgentSelector,
+    fmt: str,
+    records: list[Record],
+    include_held: bool,
+    actor: str,
+) -> None:
+    """A1: an export is data leaving the store; record which ids left, never their content."""
+    agent_col = None if isinstance(agent, EllipsisType) else (agent or "")
+    with service.backend.write() as tx:
+        ev: Event = audit.append(
+            tx,
+            service.signer,
+            "exported",
+            actor=actor,
+            tenant=tenant,
+            user=user,
+            agent=agent_col,
+            details={
+                "format": fmt,
+                "count": len(records),
+                "include_held": include_held,
+                "ids": [r.id for r in records],
+            },
+        )
+    service.events.publish([ev])
+
+
+def export_jsonl(
+    service: MemoryService,
+    tenant: str,
+    user: str,
+    agent: AgentSelector = ALL_AGENTS,
+    include_held: bool = False,
+    *,
+    skipped: list[str] | None = None,
+    actor: str = "operator:cli",
+) -> Iterator[str]:
+    """Yield one JSON object per live record (``Record.to_dict()``), without a trailing newline.
+
+    ``agent``: an agent id, ``None`` for the user's shared scope, or :data:`ALL_AGENTS` (default)."""
+    records = live_records(service, tenant, user, agent, include_held, skipped=skipped, actor=actor)
+    _log_export(service, tenant, user, agent, "jsonl", records, include_held, actor)
+    for rec in records:
+        yield json.dumps(rec.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fence(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text`` (so content can never close it)."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _md_escape(text: str) -> str:
+    """Escape Markdown punctuation in short inline values (ids, labels, sources)."""
+    return "".join("\\" + ch if ch in "\\`*_{}[]<>()#+!|" else ch for ch in text)
+
+
+def _source(rec: Record) -> str:
+    p = rec.provenance
+    return p.source_type + (f" ({', '.join(p.sources)})" if p.sources else "")
+
+
+def export_markdown(
+    service: MemoryService,
+    tenant: str,
+    user: str,
+    agent: AgentSelector = ALL_AGENTS,
+    include_held: bool = False,
+    *,
+    skipped: list[str] | None = None,
+    actor: str = "operator:cli",
+) -> str:
+    """A report a person can read: grouped by agent, then kind; each entry with id, dates, trust, source,
+    approval and its content in a code fence (so stored text cannot inject Markdown or HTML)."""
+    records = live_records(service, tenant, user, agent, include_held, skipped=skipped, actor=actor)
+    _log_export(service, tenant, user, agent, "markdown", records, include_held, actor)
+    who = Scope(tenant, user)
+    lines = [f"# memwarden export: {_md_escape(who.tenant)} / {_md_escape(who.user)}", ""]
+    held = sum(r.status == Status.REVIEW for r in records)
+    lines += [
+        f"- Generated: {iso(now_ms())}",
+        f"- Agents: {'all' if isinstance(agent, EllipsisType) else _md_escape(agent or 'shared only')}",
+        f"- Records: {len(records)}" + (f" ({held} held for operator review)" if held else ""),
+        "- Only live records are included: expired, deleted and unverifiable records never are"
+        + ("" if include_held else "; records held for review are left out")
+        + ".",
+        "",
+    ]
+    if not records:
+        lines += ["_No memories held._", ""]
+    current_agent: str | None = None
+    current_kind: str | None = None
+    for rec in records:  # already ordered by agent, kind, created_at
+        if rec.provenance.agent != current_agent:
+            current_agent, current_kind = rec.provenance.agent, None
+            title = (
+                f"Agent: {_md_escape(current_agent)}" if current_agent else "Shared (all agents of the user)"
+            )
+            lines += [f"## {title}", ""]
+        if rec.kind != current_kind:
+            current_kind = rec.kind
+            count = sum(r.provenance.agent == current_agent and r.kind == current_kind for r in records)
+            lines += [f"### {current_kind} ({count})", ""]
+        p = rec.provenance
+        lines += [
+            f"#### {rec.id}",
+            "",
+            f"- Version {rec.version}; created {iso(rec.created_at)}; updated {iso(rec.updated_at)};"
+            f" expires {iso(rec.expires_at)}" + (f"; due {iso(rec.due_at)}" if rec.due_at else ""),
+            f"- Trust: {p.trust}; source: {_md_escape(_source(rec))}; approval: {_md_escape(p.approval)}",
+            f"- Status: {'held for operator review' if rec.status == Status.REVIEW else rec.status};"
+            f" sensitivity: {rec.sensitivity_name}; confidence: {rec.confidence:g}",
+            f"- Session: {_md_escape(p.session_id)}"
+            + (f"; derived from: {', '.join(rec.derived_from)}" if rec.derived_from else ""),
+            "",
+        ]
+        fence = _fence(rec.content)
+        lines += [f"{fence}text", rec.content, fence, ""]
+    return "\n".join(lines)
+
+
+# --- import -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LineOutcome:
+    line: int  # 1-based line number in the input
+    status: str  # accepted | review | rejected | error
+    message: str
+    id: str | None = None
+    rules: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "status": self.status,
+            "id": self.id,
+            "rules": list(self.rules),
+            "message": self.message,
+        }
+
+
+@dataclass
+class ImportReport:
+    source_label: str
+    session_id: str
+    trusted: bool
+    outcomes: list[LineOutcome] = field(default_factory=list)
+    blank_lines: int = 0
+    ignored_fields: set[str] = field(default_factory=set)  # e.g. provenance fields present in the file
+
+    def _count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes)
+
+    @property
+    def accepted(self) -> int:
+        return self._count("accepted")
+
+    @property
+    def review(self) -> int:
+        return self._count("review")
+
+    @property
+    def rejected(self) -> int:
+        return self._count("rejected")
+
+    @property
+    def errors(self) -> list[LineOutcome]:
+        return [o for o in self.outcomes if o.status == "error"]
+
+    @property
+    def failed(self) -> list[LineOutcome]:
+        """Lines that were not stored: rejected by the gate or not understood."""
+        return [o for o in self.outcomes if o.status in ("rejected", "error")]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source_label,
+            "session_id": self.session_id,
+            "trust": Trust.TRUSTED if self.trusted else Trust.UNTRUSTED,
+            "accepted": self.accepted,
+            "review": self.review,
+            "rejected": self.rejected,
+            "errors": len(self.errors),
+            "blank_lines": self.blank_lines,
+            "ignored_fields": sorted(self.ignored_fields),
+            "lines": [o.to_dict() for o in self.outcomes],
+        }
+
+
+class _LineError(Exception):
+    pass
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _want(obj: dict[str, Any], name: str, types: tuple[type, ...], what: str) -> Any:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+        raise _LineError(f"'{name}' must be {what}, got {_type_name(value)}")
+    return value
+
+
+def _parse_line(raw: str | bytes) -> dict[str, Any]:
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _LineError(f"not valid UTF-8 (byte {exc.start})") from None
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise _LineError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise _LineError("not valid JSON: nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise _LineError(f"each line must be a JSON object with a 'content' field, got {_type_name(obj)}")
+    if "content" not in obj:
+        raise _LineError("missing the 'content' field")
+    return obj
+
+
+def import_jsonl(
+    service: MemoryService,
+    scope: Scope,
+    lines: Iterable[str | bytes],
+    *,
+    source_label: str,
+    trusted: bool = True,
+    actor: str = "operator:cli",
+) -> ImportReport:
+    """Import JSON Lines into ``scope`` through the write gate (G1); returns what happened to every line.
+
+    Each line is an object with ``content`` and optionally ``kind``, ``confidence``, ``sensitivity``,
+    ``ttl_days``, ``due`` (or ``due_at``, as written by :func:`export_jsonl`) and ``metadata``. Every other
+    field, including any provenance, is ignored (R2). With ``trusted=False`` every record is held for review
+    (T2)."""
+    ctx = Context(
+        scope,
+        session_id=new_id(),
+        source_type=SourceType.IMPORT,
+        actor=actor,
+        sources=(source_label,),
+        trust=Trust.TRUSTED if trusted else Trust.UNTRUSTED,
+    )
+    report = ImportReport(source_label=source_label, session_id=ctx.session_id, trusted=trusted)
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip() if isinstance(raw, (str, bytes)) else raw
+        if isinstance(text, (str, bytes)) and not text:
+            report.blank_lines += 1
+            continue
+        try:
+            if not isinstance(raw, (str, bytes)):
+                raise _LineError(f"expected a line of text, got {type(raw).__name__}")
+            obj = _parse_line(raw)
+            content = obj["content"]
+            if not isinstance(content, str):
+                raise _LineError(f"'content' must be a string, got {_type_name(content)}")
+            kind = _want(obj, "kind", (str,), "a string") or "fact"
+            confidence = _want(obj, "confidence", (int, float), "a number from 0 to 1")
+            sensitivity = _want(obj, "sensitivity", (str,), f"one of {', '.join(SENSITIVITY_LEVELS)}")
+            ttl_days = _want(obj, "ttl_days", (int,), "a whole number of days")
+            metadata = _want(obj, "metadata", (dict,), "an object")
+            due_raw = obj.get("due") if obj.get("due") is not None else obj.get("due_at")
+            if due_raw is not None and (isinstance(due_raw, bool) or not isinstance(due_raw, (str, int))):
+                raise _LineError(
+                    f"'due' must be an ISO-8601 time or unix milliseconds, got {_type_name(due_raw)}"
+                )
+            report.ignored_fields.update(k for k in obj if k not in IMPORT_FIELDS)
+            result = service.write(
+                ctx,
+                content,
+                kind=kind,
+                confidence=1.0 if confidence is None else confidence,
+                sensitivity=sensitivity,
+                ttl_days=ttl_days,
+                due_at=parse_due(due_raw),
+                metadata=metadata,
+            )
+        except _LineError as exc:
+            report.outcomes.append(LineOutcome(number, "error", str(exc)))
+            continue
+        except MemwardenError as exc:  # bad ttl/sensitivity/due, capacity, …: this line only
+            report.outcomes.append(LineOutcome(number, "error", " ".join(str(exc).split())))
+            continue
+        report.outcomes.append(
+            LineOutcome(number, result.status, result.message, result.id, tuple(result.verdict.rules))
+        )
+    return report

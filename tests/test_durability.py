@@ -1,0 +1,136 @@
+"""I3: an acknowledged write survives ``kill -9`` (for real: a child process is SIGKILLed mid-stream of
+writes), the store is never left corrupt, and a write that fails half-way leaves nothing behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import memwarden
+from memwarden import audit, doctor
+from memwarden.service import Context, MemoryService
+
+CHILD = Path(__file__).with_name("_writer_child.py")
+ACKS_BEFORE_KILL = 200
+
+
+def _child_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_writer_child", CHILD)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run_and_kill(db_path: Path) -> list[tuple[int, str]]:
+    """Start the writer, read ACKS_BEFORE_KILL acknowledgements, SIGKILL it while it keeps writing."""
+    proc = subprocess.Popen([sys.executable, str(CHILD), str(db_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ), text=True)
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    acks: list[tuple[int, str]] = []
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.stderr else ""
+        while len(acks) < ACKS_BEFORE_KILL:
+            line = proc.stdout.readline()
+            assert line.endswith("\n") and not line.startswith("error"), (line, proc.stderr)
+            i, mid = line.split()
+            acks.append((int(i), mid))
+        os.kill(proc.pid, signal.SIGKILL)  # mid-stream: the child is still saving
+        assert proc.wait(30) == -signal.SIGKILL
+        # acknowledgements already in the pipe when the process died count too; a torn last line does not
+        for line in proc.stdout.read().splitlines(keepends=True):
+            if line.endswith("\n"):
+                i, mid = line.split()
+                acks.append((int(i), mid))
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+    return acks
+
+
+def _assert_all_acked_present(db_path: Path, acks: list[tuple[int, str]], content_for: Any) -> None:
+    with memwarden.open(db_path) as store:
+        child_scope = memwarden.Scope("acme", "u-kill", "writer")
+        ctx = Context(child_scope, session_id="s-check")
+        for i, mid in acks:
+            rec = store.get(ctx, mid)  # raises NotFound / IntegrityError if lost or corrupt
+            assert rec.content == content_for(i)
+            assert store.verify_record(rec)
+        conn = store.backend.conn
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert audit.verify(store.backend, store.signer) == []
+        assert doctor.run(store) == []
+        with store.session(child_scope) as s:
+            assert s.save("Store still writable after the crash", kind="fact").status == "accepted"
+
+
+def test_i3_sigkill_mid_stream_loses_no_acknowledged_write(db_path: Path) -> None:
+    content_for = _child_module().content_for
+    all_acks: list[tuple[int, str]] = []
+    for _round in range(2):  # the second run writes to, and is killed on, an already crash-recovered file
+        acks = _run_and_kill(db_path)
+        assert len(acks) >= ACKS_BEFORE_KILL
+        all_acks += acks
+        _assert_all_acked_present(db_path, all_acks, content_for)
+    assert len({mid for _, mid in all_acks}) == len(all_acks)
+
+
+def test_i3_wal_mode_and_full_sync(store: MemoryService, db_path: Path) -> None:
+    conn = store.backend.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    other = sqlite3.connect(db_path)
+    try:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent in the file
+    finally:
+        other.close()
+
+
+def test_i3_failure_mid_write_leaves_nothing_behind(store: MemoryService, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    scope = memwarden.Scope("acme", "u-42", "support")
+    with store.session(scope) as s:
+        kept = s.save("User prefers fossil pens", kind="preference")
+        real_append = audit.append
+
+        def failing_append(*args: Any, **kwargs: Any) -> Any:
+            if args[2] in ("added", "updated", "removed"):
+                raise RuntimeError("disk on fire")
+            return real_append(*args, **kwargs)
+
+        monkeypatch.setattr(audit, "append", failing_append)
+        with pytest.raises(RuntimeError):
+            s.save("User prefers obsidian pens", kind="preference")
+        assert kept.id
+        with pytest.raises(RuntimeError):
+            s.update(kept.id, "User prefers obsidian pens", expected_version=1)
+        with pytest.raises(RuntimeError):
+            s.remove(kept.id)
+        monkeypatch.setattr(audit, "append", real_append)
+        assert [r.id for r in s.view()] == [kept.id]
+        assert s.view(kept.id).version == 1
+        assert s.search("obsidian") == []
+    conn = store.backend.conn
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM memory_history").fetchone()[0] == 0
+    assert conn.execute("SELECT entries FROM scope_usage WHERE kind = 'preference'").fetchone()[0] == 1
+    assert doctor.run(store) == []
