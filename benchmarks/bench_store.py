@@ -626,6 +626,12 @@ class _SkipConn:
     def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor | _NoRow:
         return _NoRow() if sql.lstrip().startswith(self._prefixes) else self._conn.executemany(sql, rows)
 
+    def cursor(self) -> _SkipConn:  # LangGraph executes through a cursor of the connection
+        return self
+
+    def close(self) -> None:  # the real connection is left to the garbage collector
+        return None
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
@@ -645,6 +651,7 @@ def marginal_costs(n: int, seed: int, tmp: Path) -> str:
         "memwarden without FTS and audit": (_FTS + _AUDIT, "FULL"),
         "memwarden, synchronous=NORMAL (survives kill -9, not power loss)": ((), "NORMAL"),
         "memwarden, synchronous=OFF (CPU + write syscalls only)": ((), "OFF"),
+        "memwarden, every SQL statement skipped (Python only)": (("",), "FULL"),
     }
     sides: dict[str, Callable[[Item], None]] = {}
     with ExitStack() as stack:
@@ -656,10 +663,15 @@ def marginal_costs(n: int, seed: int, tmp: Path) -> str:
             if skip:
                 svc.backend.conn = _SkipConn(svc.backend.conn, skip)  # type: ignore[assignment]
             sides[name] = saver(sess)
-        for sync in ("FULL", "OFF"):
+        for sync in ("FULL", "OFF", "skip"):
             lg = stack.enter_context(open_langgraph(tmp / f"marginal-lg-{sync}.db", wal=True))
-            lg.conn.execute(f"PRAGMA synchronous={sync}")
-            sides[f"LangGraph put (WAL), synchronous={sync}"] = putter(lg, (TENANT, "u-marginal", "memories"))
+            if sync == "skip":
+                lg.conn = _SkipConn(lg.conn, ("",))
+                name = "LangGraph put, every SQL statement skipped (Python only)"
+            else:
+                lg.conn.execute(f"PRAGMA synchronous={sync}")
+                name = f"LangGraph put (WAL), synchronous={sync}"
+            sides[name] = putter(lg, (TENANT, "u-marginal", "memories"))
         got = timed_chunks(sides, items, 100, "")
     base = got["LangGraph put (WAL), synchronous=FULL"].median
     rows = [[name, us(v.median), us(v.pct(95)), f"{1e9 / v.mean:,.0f}", f"{v.median / base:.2f}x"]

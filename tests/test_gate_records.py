@@ -105,18 +105,8 @@ def test_g6_gate_rejects_bad_fields(fields: dict[str, Any], rule: str) -> None:
     assert v.rules == [rule]
 
 
-# Lone surrogates are rejected by the gate, but writing the "rejected" audit event then crashes.
-_SURROGATE_BUG = pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason=(
-    "BUG: MemoryService._reject stores the candidate in the audit details with ensure_ascii=False; SQLite "
-    "cannot encode a lone surrogate, so save() raises UnicodeEncodeError instead of returning 'rejected'"))
-
-
 def _save_cases() -> list[Any]:
-    out = []
-    for p in CONTENT_CASES:
-        marks = [_SURROGATE_BUG] if "surrogate" in str(p.id) else []
-        out.append(pytest.param(*p.values, marks=marks, id=p.id))
-    return out
+    return [pytest.param(*p.values, id=p.id) for p in CONTENT_CASES]
 
 
 @pytest.mark.parametrize(("content", "kind", "rule"), _save_cases())
@@ -168,9 +158,6 @@ def test_g6_rejected_events_reach_subscribers(store: MemoryService, scope: memwa
     assert got == ["", "fine"]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="BUG: record_rules.check_kind tests `c.kind not in "
-                   "_KINDS` on a frozenset, so an unhashable kind (list/dict) raises TypeError instead of "
-                   "yielding record.invalid_kind")
 @pytest.mark.parametrize("kind", [["fact"], {"k": "fact"}])
 def test_g6_unhashable_kind_rejected(store: MemoryService, scope: memwarden.Scope, kind: Any) -> None:
     v = memwarden.scan("User prefers tea", kind=kind)
@@ -179,9 +166,6 @@ def test_g6_unhashable_kind_rejected(store: MemoryService, scope: memwarden.Scop
         assert s.save("User prefers tea", kind=kind).verdict.rules == ["record.invalid_kind"]
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason="BUG: check_metadata measures size with "
-                   "'surrogatepass', so metadata holding a lone surrogate passes the gate and then "
-                   "crashes the SQLite insert with UnicodeEncodeError")
 @pytest.mark.parametrize("metadata", [{"a": "\udc80"}, {"\ud800": 1}])
 def test_g6_metadata_with_lone_surrogate_rejected(store: MemoryService, scope: memwarden.Scope,
                                                   metadata: dict[str, Any]) -> None:
@@ -235,7 +219,7 @@ def _flag_review(c: Candidate, p: Policy) -> list[RuleHit]:
 
 
 def _try_to_relax(c: Candidate, p: Policy) -> list[RuleHit]:
-    return [RuleHit("custom.allow", ACCEPT, "trust me")]
+    return [RuleHit("custom.allow", ACCEPT, "trust me")] if "RELAX" in c.content else []
 
 
 def _block_all(c: Candidate, p: Policy) -> list[RuleHit]:

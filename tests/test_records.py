@@ -155,8 +155,6 @@ def test_r2_update_cannot_change_kind(store: MemoryService, scope: memwarden.Sco
         assert rec.kind == "preference" and rec.version == 1 and rec.content == "User prefers tea"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Session.update defaults confidence=1.0 and passes it on, so "
-                   "memory_update silently raises a 0.6-confidence fact to 1.0")
 def test_r2_update_keeps_confidence(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
         mid = s.save("User may live in Lyon", kind="fact", confidence=0.6).id or ""
@@ -255,8 +253,6 @@ def test_r3_retention_policy_per_kind(tmp_path: Path, scope: memwarden.Scope) ->
         assert rec is not None and rec.expires_at - rec.created_at == 90 * DAY_MS
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an update without ttl_days resets expires_at to the kind's "
-                   "default, so a record saved with ttl_days=365 expires after 30 days once edited")
 def test_r3_update_does_not_shorten_retention(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
         r = s.save("User prefers tea", kind="preference", ttl_days=365)

@@ -426,8 +426,6 @@ def test_search_still_finds_words_around_operator_syntax(store: MemoryService,
             assert [x.id for x in s.search(q)] == [r.id], q
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: service.fts_query deletes punctuation inside a token instead of "
-                   "splitting on it, so 'tea,coffee' becomes the single word 'teacoffee' and finds nothing")
 def test_search_punctuation_separates_words(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
         r = s.save("User drinks tea and coffee, writes Go and Rust", kind="fact")

@@ -29,7 +29,8 @@ DAY_MS = 86_400_000
 
 
 def _ctx(scope: memwarden.Scope, trust: str = "trusted") -> Context:
-    return Context(scope, session_id=new_id(), source_type="operator", actor="operator:test", trust=trust)
+    return Context(scope, session_id=new_id(), source_type="operator", actor="operator:test", trust=trust,
+                   clearance=3)
 
 
 def _save(

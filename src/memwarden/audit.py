@@ -32,7 +32,8 @@ def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None
     seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
     ts = now_ms()
     det = details or {}
-    det_json = json.dumps(det, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    # ASCII-escaped: a rejected candidate may hold lone surrogates, which SQLite text cannot store
+    det_json = json.dumps(det, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     h = signer.audit_link(prev, (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json))
     tx.execute(
         "INSERT INTO audit (seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details,"

@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from memwarden.errors import InvalidInput, ProviderConflict
 
+IDENTITY_PARAMS = frozenset({"tenant", "tenant_id", "user", "user_id", "agent", "agent_id", "session", "session_id"})
+
 
 @runtime_checkable
 class MemoryProvider(Protocol):
@@ -40,9 +42,16 @@ class ProviderRegistry:
             raise InvalidInput("a memory provider needs a str `name`, `tool_schemas()` and `call_tool()`")
         from memwarden.tools import TOOL_NAMES
 
-        clash = sorted({t.get("name") for t in provider.tool_schemas()} & set(TOOL_NAMES))
+        schemas = provider.tool_schemas()
+        clash = sorted({t.get("name") for t in schemas} & set(TOOL_NAMES))
         if clash:
             raise InvalidInput(f"provider {provider.name!r} defines tools named like memwarden's: {clash}")
+        for t in schemas:  # S2: identity is bound by the application, never a model-visible parameter
+            props = (t.get("parameters") or {}).get("properties") or {}
+            named = sorted(set(props) & IDENTITY_PARAMS)
+            if named:
+                raise InvalidInput(f"provider tool {t.get('name')!r} takes identity parameters {named}; identity "
+                                   "must come from the session, not the model (S2)")
         with self._lock:
             if self._provider is not None:
                 raise ProviderConflict(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from memwarden.session import Session
 
 DAY_MS = 86_400_000
+UNSET: Any = object()  # "not given": a save defaults it, an update keeps the current value
 MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the audit log
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
 
@@ -157,7 +159,7 @@ class MemoryService:
 
     # --- the one write path ------------------------------------------------------------------------------------
 
-    def write(self, ctx: Context, content: Any, *, kind: Any = Kind.FACT, confidence: Any = 1.0,
+    def write(self, ctx: Context, content: Any, *, kind: Any = Kind.FACT, confidence: Any = UNSET,
               sensitivity: str | int | None = None, ttl_days: int | None = None, due_at: int | None = None,
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
               expected_version: int | None = None) -> WriteResult:
@@ -166,6 +168,9 @@ class MemoryService:
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
         sens = sensitivity_level(sensitivity if sensitivity is not None else self.policy.default_sensitivity)
+        if sens > ctx.clearance:
+            raise InvalidInput(f"sensitivity {sensitivity!r} is above this session's clearance; the session could "
+                               "not read back what it wrote")
         if update_id is not None and (isinstance(expected_version, bool)
                                       or not isinstance(expected_version, int)):
             raise InvalidInput("an update needs expected_version: the version you last read (I2)")
@@ -178,8 +183,9 @@ class MemoryService:
         else:
             days = self.policy.retention_days(Kind.FACT, ttl_days)
 
-        # 1. gate (G1, G6)
-        verdict = self.gate.check(Candidate(content, kind, ctx.source_type, metadata, confidence))
+        # 1. gate (G1, G6); an update without a confidence keeps the current one
+        gate_conf = 1.0 if confidence is UNSET else confidence
+        verdict = self.gate.check(Candidate(content, kind, ctx.source_type, metadata, gate_conf))
         if verdict.verdict == REJECT:
             return self._reject(ctx, content, verdict, update_id)
 
@@ -202,7 +208,7 @@ class MemoryService:
                 self._check_capacity(tx, ctx, kind, size, events)
                 record = Record(
                     id=new_id(), version=1, kind=kind, content=content, content_hash=content_hash(content),
-                    metadata=metadata or {}, confidence=float(confidence), sensitivity=sens, created_at=now,
+                    metadata=metadata or {}, confidence=float(gate_conf), sensitivity=sens, created_at=now,
                     updated_at=now, expires_at=now + days * DAY_MS, due_at=due_at, status=status,
                     derived_from=derived, provenance=prov,
                 )
@@ -214,9 +220,11 @@ class MemoryService:
                 least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
                 record = replace(
                     old, version=old.version + 1, content=content, content_hash=content_hash(content),
-                    metadata=metadata if metadata is not None else old.metadata, confidence=float(confidence),
+                    metadata=metadata if metadata is not None else old.metadata,
+                    confidence=old.confidence if confidence is UNSET else float(confidence),
                     sensitivity=sens if sensitivity is not None else old.sensitivity, updated_at=now,
-                    expires_at=now + days * DAY_MS, due_at=due_at if due_at is not None else old.due_at,
+                    expires_at=old.expires_at if ttl_days is None else now + days * DAY_MS,
+                    due_at=due_at if due_at is not None else old.due_at,
                     status=Status.REVIEW if least == Trust.UNTRUSTED or status == Status.REVIEW
                     else Status.ACTIVE,
                     provenance=replace(prov, trust=least),
@@ -597,6 +605,7 @@ class MemoryService:
                 for v, s, c, sid, st in rows]
 
 
+_WORD = re.compile(r"\w+")
 LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
 LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
 
@@ -623,12 +632,8 @@ def latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[str, dict[s
 
 def fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: every word quoted, joined with OR (no operator injection)."""
-    words = []
-    for raw in text.split():
-        w = "".join(ch for ch in raw if ch.isalnum() or ch in "_-.'").strip("-.'")
-        if w:
-            words.append('"' + w.replace('"', '""') + '"')
-    return " OR ".join(dict.fromkeys(words[:32]))
+    words = dict.fromkeys(f'"{w}"' for w in _WORD.findall(text))  # \w never matches '"': quoting is safe
+    return " OR ".join(list(words)[:32])
 
 
 def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | None = None,

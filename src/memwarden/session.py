@@ -21,7 +21,7 @@ from memwarden.ids import new_id
 from memwarden.prompt_block import BlockEntry, render_memory_block, render_reminders_block
 from memwarden.records import Kind, Record, SourceType, iso, now_ms
 from memwarden.scope import Scope
-from memwarden.service import Context, WriteResult
+from memwarden.service import UNSET, Context, WriteResult
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
@@ -45,7 +45,7 @@ def parse_due(due: Any) -> int | None:
 
 
 def _entry(r: Record) -> BlockEntry:
-    return BlockEntry(id=r.id, kind=r.kind, created_at=iso(r.updated_at) or "", sensitivity=r.sensitivity_name,
+    return BlockEntry(id=r.id, kind=r.kind, created_at=iso(r.created_at) or "", sensitivity=r.sensitivity_name,
                       confidence=r.confidence, trust=r.provenance.trust, content=r.content,
                       due_at=iso(r.due_at))
 
@@ -109,13 +109,15 @@ class Session:
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata)
 
-    def update(self, memory_id: str, content: str, *, expected_version: int, confidence: float = 1.0,
+    def update(self, memory_id: str, content: str, *, expected_version: int, confidence: float | None = None,
                sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
                metadata: dict[str, Any] | None = None) -> WriteResult:
-        """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``."""
+        """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``.
+        Confidence, sensitivity, retention and metadata stay as they were unless given."""
         self._live()
         current = self.service.get(self.context, memory_id)
-        return self.service.write(self.context, content, kind=current.kind, confidence=confidence,
+        return self.service.write(self.context, content, kind=current.kind,
+                                  confidence=UNSET if confidence is None else confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata, update_id=memory_id, expected_version=expected_version)
 

@@ -7,6 +7,7 @@ JSON-serialisable dict, so an agent always gets a clear answer and never a stack
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -16,6 +17,8 @@ from memwarden.records import Record, iso
 
 if TYPE_CHECKING:
     from memwarden.session import Session
+
+log = logging.getLogger("memwarden.tools")
 
 KindName = Literal["preference", "fact", "episode", "procedure", "reminder", "task_state"]
 SensitivityName = Literal["public", "internal", "confidential", "secret"]
@@ -130,6 +133,8 @@ def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
 
 def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
     """Run one tool call for ``session``; always returns a JSON-serialisable dict."""
+    if not isinstance(name, str):
+        return _error("unknown_tool", f"a tool name must be a string; available: {', '.join(TOOL_NAMES)}")
     model = TOOLS.get(name)
     if model is None:
         provider = session.service.providers.provider
@@ -153,6 +158,10 @@ def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
         return _run(session, args)
     except MemwardenError as exc:
         return exc.to_dict()
+    except Exception:  # never a stack trace to the agent; the operator gets it in the log
+        log.exception("memwarden tool %s failed", name)
+        return _error("internal", f"{name} failed with an internal error; an operator can find the details "
+                                  "in the memwarden log")
 
 
 def _run(session: Session, args: _Args) -> dict[str, Any]:

@@ -416,6 +416,7 @@ def import_jsonl(
         actor=actor,
         sources=(source_label,),
         trust=Trust.TRUSTED if trusted else Trust.UNTRUSTED,
+        clearance=len(SENSITIVITY_LEVELS) - 1,  # an operator import may carry any sensitivity
     )
     report = ImportReport(source_label=source_label, session_id=ctx.session_id, trusted=trusted)
     for number, raw in enumerate(lines, start=1):

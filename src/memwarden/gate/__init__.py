@@ -7,11 +7,14 @@ scanner can only make verdicts stricter.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memwarden.policy import Policy
+
+log = logging.getLogger("memwarden.gate")
 
 ACCEPT, REVIEW, REJECT = "accept", "review", "reject"
 _RANK = {ACCEPT: 0, REVIEW: 1, REJECT: 2}
@@ -84,11 +87,27 @@ class Gate:
             hits.extend(scan(candidate, self.policy))
         if not hits:  # content scanners need a well-formed string
             for scan in self._scanners:
-                hits.extend(scan(candidate, self.policy))
+                hits.extend(_run_scanner(scan, candidate, self.policy))
         worst = max((_RANK[h.action] for h in hits), default=0)
         verdict = next(v for v, r in _RANK.items() if r == worst)
         kind = candidate.kind if isinstance(candidate.kind, str) else "invalid"
         return Verdict(verdict, kind, tuple(hits))
+
+
+def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[RuleHit]:
+    """Fail closed: a scanner that raises, or returns something that is not a review/reject hit, rejects."""
+    name = getattr(scan, "__name__", type(scan).__name__)
+    try:
+        hits = list(scan(candidate, policy))
+    except Exception as exc:
+        log.exception("gate scanner %s failed", name)
+        return [RuleHit("gate.scanner_error", REJECT, f"scanner {name} failed ({type(exc).__name__}); "
+                                                       "the candidate is rejected to fail closed")]
+    bad = [h for h in hits if not isinstance(h, RuleHit) or h.action not in (REVIEW, REJECT)]
+    if bad:
+        return [RuleHit("gate.scanner_error", REJECT, f"scanner {name} returned an invalid hit; "
+                                                       "the candidate is rejected to fail closed")]
+    return hits
 
 
 _default_gate: Gate | None = None

@@ -46,7 +46,7 @@ def check_text(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
 
 
 def check_kind(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
-    if c.kind not in _KINDS:
+    if not isinstance(c.kind, str) or c.kind not in _KINDS:
         shown = c.kind if isinstance(c.kind, str) and len(c.kind) <= 40 else type(c.kind).__name__
         yield RuleHit("record.invalid_kind", REJECT,
                       f"kind {shown!r} is not one of {', '.join(sorted(_KINDS))}")
@@ -61,15 +61,25 @@ def check_confidence(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
 def _metadata_ok(value: Any, depth: int = 0) -> bool:
     if depth > 4:
         return False
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _encodes(value)
+    if value is None or isinstance(value, (bool, int)):
         return True
     if isinstance(value, float):
         return value == value and value not in (float("inf"), float("-inf"))
     if isinstance(value, list):
         return all(_metadata_ok(v, depth + 1) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _metadata_ok(v, depth + 1) for k, v in value.items())
+        return all(isinstance(k, str) and _encodes(k) and _metadata_ok(v, depth + 1) for k, v in value.items())
     return False
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
 
 
 def check_metadata(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
@@ -81,7 +91,7 @@ def check_metadata(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
                       "metadata must be a JSON object of strings, numbers, booleans, lists and objects "
                       "(nested at most 4 deep)")
         return
-    size = len(json.dumps(md, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    size = len(json.dumps(md, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > policy.max_metadata_bytes:
         yield RuleHit("record.metadata_too_large", REJECT,
                       f"metadata is {size} bytes; the limit is {policy.max_metadata_bytes} bytes")
