@@ -72,7 +72,7 @@ def _assert_all_acked_present(db_path: Path, acks: list[tuple[int, str]], conten
         for i, mid in acks:
             rec = store.get(ctx, mid)  # raises NotFound / IntegrityError if lost or corrupt
             assert rec.content == content_for(i)
-            assert store.verify_record(rec)
+            assert store.signer.verify_record(rec)
         conn = store.backend.conn
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -39,7 +39,6 @@ from memwarden.ids import new_id
 from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import Context, MemoryService, WriteResult
-from memwarden.store.sqlite import SELECT_COLS
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -573,12 +572,10 @@ def list_(
     """List the live memories of a scope, newest first.
 
     Memories held for operator review are not listed here; `memwarden beliefs` shows them."""
-    from memwarden.transfer import user_agents
-
     scope = require_scope(tenant, user, agent)
     service = _state(ctx).service()
     scopes = (
-        [Scope(scope.tenant, scope.user, a) for a in user_agents(service, scope.tenant, scope.user)]
+        [Scope(scope.tenant, scope.user, a) for a in service.agents_of(scope.tenant, scope.user)]
         if all_agents
         else [scope]
     )
@@ -602,13 +599,8 @@ def show(
     """Operator view of one memory: full record, provenance, version history and verification.
 
     Exits 1 if the record fails verification (edited outside memwarden): agents are never served it."""
-    from memwarden.transfer import check_rows
-
     service = _state(ctx).service()
-    rows = service.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
-    if not rows:
-        raise NotFound(f"no memory {memory_id}")
-    checked = check_rows(service, rows)[0]
+    checked = service.operator_check(memory_id)
     if checked.record is None:
         raise CliError(f"memory {memory_id} cannot be shown: {checked.refused}; run `memwarden doctor`")
     rec = checked.record
@@ -739,7 +731,10 @@ def forget(
     if tenant or user:
         scope = require_scope(tenant, user, agent)
     else:
-        p = service.operator_get(memory_id).provenance
+        found = service.operator_check(memory_id).record
+        if found is None:
+            raise CliError(f"memory {memory_id} is malformed; pass --tenant/--user/--agent to remove it")
+        p = found.provenance
         scope = Scope(p.tenant, p.user, p.agent or None)
     try:
         removed = service.remove(operator_context(scope), memory_id, include_held=True)
@@ -766,11 +761,9 @@ def beliefs(
     """Everything held about one user, with where each memory came from, its trust and who approved it.
 
     Covers every agent of the user and the shared scope, active and held memories; expired ones are gone."""
-    from memwarden.transfer import held_about
-
     scope = require_scope(tenant, user)
     service = _state(ctx).service()
-    checked = held_about(service, scope.tenant, scope.user)
+    checked = service.beliefs(scope.tenant, scope.user)
     if as_json:
         out: list[dict[str, Any]] = []
         for c in checked:

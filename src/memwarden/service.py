@@ -95,6 +95,22 @@ class WriteResult:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One stored row as the service judges it; ``refused`` says why it would never be served (I1, T6)."""
+
+    id: str
+    record: Record | None  # None when the row is malformed (edited around the API)
+    refused: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and self.record is not None
+
+
+ALL_AGENTS: Any = ...  # operator reads: every agent of the user, and the user's shared scope
+
+
 class MemoryService:
     """What :func:`memwarden.open` returns: the store, its gate, audit log, event bus and provider registry."""
 
@@ -470,12 +486,23 @@ class MemoryService:
         for ctx, mid, why in pending:
             self._integrity_events(ctx, [(mid, why)])
 
-    def _integrity_events(self, ctx: Context, bad: Sequence[tuple[str, str]]) -> None:
+    def _integrity_events(self, ctx: Context, bad: Sequence[tuple[str, str]], **details: Any) -> None:
         if not bad:
             return
         with self.backend.write() as tx:
-            evs = [self._audit(tx, ctx, "integrity_failure", mid, {"problem": why}) for mid, why in bad]
+            evs = [self._audit(tx, ctx, "integrity_failure", mid, {"problem": why, **details}) for mid, why in bad]
         self._commit_events(evs)
+
+    def report_integrity(self, ctx: Context, refused: Sequence[Checked], *, via: str) -> None:
+        """A security event for every refused row an operator read came across (T6, A1)."""
+        self._integrity_events(ctx, [(c.id, c.refused or "refused") for c in refused], via=via)
+
+    def record_event(self, ctx: Context, event: str, details: dict[str, Any], memory_id: str | None = None) -> Event:
+        """Append one audit event that changes no record (reads, exports) and publish it."""
+        with self.backend.write() as tx:
+            ev = self._audit(tx, ctx, event, memory_id, details)
+        self._commit_events([ev])
+        return ev
 
     def _read(self, ctx: Context, sql: str, params: Sequence[object]) -> list[Record]:
         with self.backend.read() as conn:
@@ -485,11 +512,7 @@ class MemoryService:
 
     def log_reads(self, ctx: Context, event: str, records: Sequence[Record], details: dict[str, Any]) -> Event:
         """A2: record which memories reached this session, with how."""
-        ids = [r.id for r in records]
-        with self.backend.write() as tx:
-            ev = self._audit(tx, ctx, event, None, {**details, "ids": ids})
-        self._commit_events([ev])
-        return ev
+        return self.record_event(ctx, event, {**details, "ids": [r.id for r in records]})
 
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One record in scope, served only if it verifies; held records are refused (T2)."""
@@ -507,8 +530,8 @@ class MemoryService:
                                  "an operator should run `memwarden doctor`")
         rec = good[0]
         if rec.status == Status.REVIEW:
-            raise HeldForReview(f"memory {memory_id} is held for review; ask an operator to review it "
-                                f"(`memwarden review show {memory_id}`)")
+            raise HeldForReview(f"memory {memory_id} is held for operator review and cannot be read until an "
+                                "operator approves it; ask an operator to review it")
         return rec
 
     def list(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
@@ -573,29 +596,60 @@ class MemoryService:
 
     # --- operator views ----------------------------------------------------------------------------------------
 
-    def beliefs(self, tenant: str, user: str) -> list[Record]:
+    def check_rows(self, rows: Sequence[Sequence[object]]) -> list[Checked]:
+        """Operator view of raw rows: each decoded and judged by the same checks the read path applies."""
+        with self.backend.read() as conn:
+            why = dict(self._check(conn, rows)[1])
+        return [Checked(str(row[0]), decode_row(row), why.get(str(row[0]))) for row in rows]
+
+    def operator_rows(self, tenant: str, user: str, agent: Any = ALL_AGENTS, *, include_held: bool = True,
+                      kind: str | None = None) -> list[Checked]:
+        """Every live row of a user (one agent's scope, the shared scope with ``None``, or ``ALL_AGENTS``), each
+        judged; refused rows are listed, never raised. Scope and expiry are in the SQL (S3, D2)."""
+        if agent is ALL_AGENTS:
+            scope = Scope(tenant, user)
+            where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
+        else:
+            where, params = scope_clause(Scope(tenant, user, agent), read_shared=False)
+        where += " AND m.expires_at > ?"
+        params.append(now_ms())
+        if not include_held:
+            where += " AND m.status = 'active'"
+        if kind is not None:
+            where += " AND m.kind = ?"
+            params.append(kind)
+        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
+                                  " ORDER BY m.agent, m.kind, m.created_at, m.id", params)
+        return self.check_rows(rows)
+
+    def beliefs(self, tenant: str, user: str) -> list[Checked]:
         """A4: everything held about a user, every agent and status, each with source, trust and approver."""
+        return self.operator_rows(tenant, user, ALL_AGENTS, include_held=True)
+
+    def agents_of(self, tenant: str, user: str) -> list[str | None]:
+        """The agents holding live records of a user (``None`` = the user's shared scope), sorted."""
         scope = Scope(tenant, user)
-        with self.backend.read() as conn:
-            rows = conn.execute(
-                f"SELECT {SELECT_COLS} FROM memories m WHERE m.tenant = ? AND m.user_id = ? AND m.expires_at > ?"
-                " ORDER BY m.agent, m.kind, m.updated_at DESC, m.id", (scope.tenant, scope.user, now_ms()),
-            ).fetchall()
-        return [row_to_record(r) for r in rows]
+        rows = self.backend.query("SELECT DISTINCT m.agent FROM memories m WHERE m.tenant = ? AND m.user_id = ?"
+                                  " AND m.expires_at > ? ORDER BY m.agent", (scope.tenant, scope.user, now_ms()))
+        return [str(r[0]) or None for r in rows]
 
-    def verify_record(self, rec: Record) -> bool:
-        return self.signer.verify_record(rec)
-
-    def refused(self, rows: Iterable[Sequence[object]]) -> list[tuple[str, str]]:
+    def refused(self, rows: Sequence[Sequence[object]]) -> list[tuple[str, str]]:
         """Operator check (doctor): which of these rows would be refused, and why."""
-        with self.backend.read() as conn:
-            return self._check(conn, rows)[1]
+        return [(c.id, c.refused) for c in self.check_rows(rows) if c.refused]
 
-    def operator_get(self, memory_id: str) -> Record:
+    def operator_check(self, memory_id: str) -> Checked:
+        """One row by id in any scope, judged (operator tools only; agents use :meth:`get`)."""
         rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
         if not rows:
             raise NotFound(f"no memory {memory_id}")
-        return row_to_record(rows[0])
+        return self.check_rows(rows)[0]
+
+    def operator_get(self, memory_id: str) -> Record:
+        """One record by id in any scope, as stored (operator tools only); malformed rows raise."""
+        checked = self.operator_check(memory_id)
+        if checked.record is None:
+            raise IntegrityError(f"memory {memory_id} is malformed: {checked.refused}")
+        return checked.record
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         rows = self.backend.query(

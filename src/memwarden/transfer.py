@@ -16,22 +16,20 @@ number; it never stops the other lines and never raises.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any
 
-from memwarden import audit
 from memwarden.errors import MemwardenError
-from memwarden.events import Event
 from memwarden.ids import new_id
 from memwarden.records import SENSITIVITY_LEVELS, Record, SourceType, Status, Trust, iso, now_ms
 from memwarden.scope import Scope
+from memwarden.service import ALL_AGENTS as SERVICE_ALL_AGENTS
 from memwarden.service import Context, MemoryService
 from memwarden.session import parse_due
-from memwarden.store.sqlite import SELECT_COLS, decode_row, scope_clause
 
-ALL_AGENTS: EllipsisType = ...
+ALL_AGENTS: EllipsisType = SERVICE_ALL_AGENTS
 """Pass as ``agent`` to export every agent's records of the user (``None`` means the user's shared scope)."""
 
 AgentSelector = str | None | EllipsisType
@@ -46,77 +44,13 @@ IMPORT_FIELDS = frozenset(
 
 def user_agents(service: MemoryService, tenant: str, user: str) -> list[str | None]:
     """The agents that hold live records of a user (``None`` = the user's shared scope), sorted."""
-    scope = Scope(tenant, user)
-    with service.backend.read() as conn:
-        rows = conn.execute(
-            "SELECT DISTINCT m.agent FROM memories m WHERE m.tenant = ? AND m.user_id = ?"
-            " AND m.expires_at > ? ORDER BY m.agent",
-            (scope.tenant, scope.user, now_ms()),
-        )
-        return [r[0] or None for r in rows.fetchall()]
+    return service.agents_of(tenant, user)
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """One stored row as the service judges it: ``refused`` says why it would never be served (I1, T6)."""
-
-    id: str
-    record: Record | None  # None when the row is malformed (edited around the API)
-    refused: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.refused is None and self.record is not None
-
-
-def check_rows(service: MemoryService, rows: Sequence[Sequence[object]]) -> list[Checked]:
-    """Decode and verify rows with the service's own checks (signature, audit history), in order."""
-    why: dict[str, str] = dict(service.refused(rows)) if rows else {}
-    out = []
-    for row in rows:
-        rec = decode_row(row)
-        reason = why.get(str(row[0]))
-        if rec is None and reason is None:
-            reason = "malformed row: edited outside memwarden"
-        out.append(Checked(str(row[0]), rec, reason))
-    return out
-
-
-def held_about(service: MemoryService, tenant: str, user: str) -> list[Checked]:
-    """A4: every non-expired row held about a user (all agents, active and held), each with its verdict.
-
-    Unlike :meth:`MemoryService.beliefs` a malformed or tampered row is listed (as refused), never raised."""
-    scope = Scope(tenant, user)
-    rows = service.backend.query(
-        f"SELECT {SELECT_COLS} FROM memories m WHERE m.tenant = ? AND m.user_id = ? AND m.expires_at > ?"
-        " ORDER BY m.agent, m.kind, m.updated_at DESC, m.id",
-        (scope.tenant, scope.user, now_ms()),
-    )
-    return check_rows(service, rows)
-
-
-def report_refused(service: MemoryService, refused: Sequence[Checked], *, actor: str, via: str) -> None:
-    """Write an ``integrity_failure`` security event for each refused row (T6) and publish it (A3)."""
-    if not refused:
-        return
-    with service.backend.write() as tx:
-        events = []
-        for c in refused:
-            p = c.record.provenance if c.record else None
-            events.append(
-                audit.append(
-                    tx,
-                    service.signer,
-                    "integrity_failure",
-                    actor=actor,
-                    tenant=p.tenant if p else None,
-                    user=p.user if p else None,
-                    agent=p.agent if p else None,
-                    memory_id=c.id,
-                    details={"problem": c.refused, "via": via},
-                )
-            )
-    service.events.publish(events)
+def _operator_ctx(tenant: str, user: str, agent: AgentSelector, actor: str) -> Context:
+    agent_id = None if isinstance(agent, EllipsisType) else agent
+    return Context(Scope(tenant, user, agent_id), session_id=new_id(), source_type=SourceType.OPERATOR,
+                   actor=actor, clearance=len(SENSITIVITY_LEVELS) - 1)
 
 
 def live_records(
@@ -131,59 +65,20 @@ def live_records(
 ) -> list[Record]:
     """Live, verified records of a user: scope, expiry and status are filtered in SQL (S3, D2); a row the
     service would refuse is left out, reported as a security event and its id appended to ``skipped`` (T6)."""
-    params: list[object]
-    if isinstance(agent, EllipsisType):
-        scope = Scope(tenant, user)
-        where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
-    else:
-        scope = Scope(tenant, user, agent)
-        where, params = scope_clause(scope, read_shared=False)
-    where += " AND m.expires_at > ?"
-    params.append(now_ms())
-    if not include_held:
-        where += " AND m.status = ?"
-        params.append(Status.ACTIVE)
-    rows = service.backend.query(
-        f"SELECT {SELECT_COLS} FROM memories m WHERE {where} ORDER BY m.agent, m.kind, m.created_at, m.id",
-        params,
-    )
-    checked = check_rows(service, rows)
+    checked = service.operator_rows(tenant, user, agent, include_held=include_held)
     bad = [c for c in checked if not c.ok]
-    report_refused(service, bad, actor=actor, via="export")
+    service.report_integrity(_operator_ctx(tenant, user, agent, actor), bad, via="export")
     if skipped is not None:
         skipped.extend(c.id for c in bad)
     return [c.record for c in checked if c.ok and c.record is not None]
 
 
-def _log_export(
-    service: MemoryService,
-    tenant: str,
-    user: str,
-    agent: AgentSelector,
-    fmt: str,
-    records: list[Record],
-    include_held: bool,
-    actor: str,
-) -> None:
+def _log_export(service: MemoryService, tenant: str, user: str, agent: AgentSelector, fmt: str,
+                records: list[Record], include_held: bool, actor: str) -> None:
     """A1: an export is data leaving the store; record which ids left, never their content."""
-    agent_col = None if isinstance(agent, EllipsisType) else (agent or "")
-    with service.backend.write() as tx:
-        ev: Event = audit.append(
-            tx,
-            service.signer,
-            "exported",
-            actor=actor,
-            tenant=tenant,
-            user=user,
-            agent=agent_col,
-            details={
-                "format": fmt,
-                "count": len(records),
-                "include_held": include_held,
-                "ids": [r.id for r in records],
-            },
-        )
-    service.events.publish([ev])
+    service.record_event(_operator_ctx(tenant, user, agent, actor), "exported",
+                         {"format": fmt, "count": len(records), "include_held": include_held,
+                          "all_agents": isinstance(agent, EllipsisType), "ids": [r.id for r in records]})
 
 
 def export_jsonl(
