@@ -10,13 +10,17 @@ One process, one run, the same records on both sides:
 * **reads** of one scope — memwarden ``session.view()`` (list, with the A2 read audit), ``service.list``,
   ``service.get`` and ``session.view(id)`` vs LangGraph ``search(namespace, limit=100)`` and ``get``;
 * **snapshot build** — memwarden session start (frozen prompt block, P1) for a scope of ``--snapshot-scope``
-  records vs a naive block built from LangGraph ``search(limit=10)``.
+  records vs a naive block built from LangGraph ``search(limit=10)``, and a stress variant of the same scope
+  with every reminder due.
 
 Measurements alternate between the systems (writes in chunks whose order rotates, reads and snapshots per
 repetition) so machine noise hits every side; every figure is a median (plus p95/p99) of ``perf_counter_ns``.
 
     .venv/bin/python benchmarks/bench_store.py [--n 10000] [--snapshot-scope 1000] [--repeat 200]
-                                              [--out docs/bench_store.md] [--profile 2000]
+                                              [--out /tmp/store.md] [--profile 3000] [--strict]
+
+``--profile N`` adds a diagnosis of the write path (SQL time per statement, WAL frames per commit by B-tree,
+cProfile, and interleaved variants that price FTS, audit and the sync level). Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
