@@ -7,7 +7,7 @@ One process, one run, the same records on both sides:
   audit) in two configurations: (a) the default of ``SqliteStore.from_conn_string`` (rollback journal,
   ``synchronous`` left at SQLite's default FULL) and (b) tuned to memwarden's durability
   (``journal_mode=WAL``, ``synchronous=FULL``), which is the apples-to-apples baseline for the 1.5x target;
-* **reads** of one scope — memwarden ``session.view()`` (list, with the A2 read audit), ``service.list``,
+* **reads** of one scope — memwarden ``session.view()`` (list, with the A2 read audit), ``service.list_records``,
   ``service.get`` and ``session.view(id)`` vs LangGraph ``search(namespace, limit=100)`` and ``get``;
 * **snapshot build** — memwarden session start (frozen prompt block, P1) for a scope of ``--snapshot-scope``
   records vs a naive block built from LangGraph ``search(limit=10)``, and a stress variant of the same scope
@@ -416,7 +416,7 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
         writes = timed_chunks({MW: mw_save, LG_DEFAULT: putter(lgd, main_ns), LG_WAL: putter(lgw, main_ns)},
                               items, args.chunk, "writes")
         ids = list(saved_ids)
-        held = len(svc.list(session.context, kind="episode", limit=args.n + 10))
+        held = len(svc.list_records(session.context, kind="episode", limit=args.n + 10))
         lg_held = len(lgw.search(main_ns, limit=args.n + 10))
         if held != args.n or lg_held != args.n:
             raise SystemExit(f"benchmark invalid: stored {held} (memwarden) / {lg_held} (LangGraph) "
@@ -441,7 +441,7 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
                 raise SystemExit("benchmark invalid: LangGraph get found nothing")
         read_ops: dict[str, Callable[[int], object]] = {
             "mw_view": lambda i: has100(session.view(limit=100)),
-            "mw_list": lambda i: has100(svc.list(ctx, limit=100)),
+            "mw_list": lambda i: has100(svc.list_records(ctx, limit=100)),
             "lgw_search": lambda i: has100(lgw.search(main_ns, limit=100)),
             "lgd_search": lambda i: has100(lgd.search(main_ns, limit=100)),
             "mw_get": lambda i: svc.get(ctx, ids[picks[i]]),
@@ -452,7 +452,7 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
         reads = alternate(read_ops, args.repeat)
         read_labels = {
             "mw_view": "memwarden `session.view(limit=100)` (verify + read audit, durable)",
-            "mw_list": "memwarden `service.list(limit=100)` (verify, no read audit)",
+            "mw_list": "memwarden `service.list_records(limit=100)` (verify, no read audit)",
             "lgw_search": "LangGraph `search(ns, limit=100)` (WAL)",
             "lgd_search": "LangGraph `search(ns, limit=100)` (default)",
             "mw_get": "memwarden `service.get(id)` (verify, no read audit)",

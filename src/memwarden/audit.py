@@ -46,7 +46,7 @@ def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None
 
 
 def _head(signer: Signer, seq: int, h: str) -> str:
-    return f"{seq}:{h}:{signer.audit_link('head', (seq, h))}"
+    return f"{seq}:{h}:{signer.mac(f'audit head {seq}:{h}'.encode())}"
 
 
 @dataclass(frozen=True, slots=True)

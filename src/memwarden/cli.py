@@ -581,7 +581,7 @@ def list_(
     )
     found: list[Record] = []
     for s in scopes:
-        found += service.list(operator_context(s), kind=str(kind) if kind else None, limit=limit)
+        found += service.list_records(operator_context(s), kind=str(kind) if kind else None, limit=limit)
     title = (
         f"{printable(scope.tenant)}/{printable(scope.user)} (all agents)"
         if all_agents

@@ -534,7 +534,7 @@ class MemoryService:
                                 "operator approves it; ask an operator to review it")
         return rec
 
-    def list(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
+    def list_records(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
         where, params = self._visible(ctx)
         if kind is not None:
             where += " AND m.kind = ?"
@@ -543,39 +543,46 @@ class MemoryService:
                                " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?", (*params, limit))
 
     def block_records(self, ctx: Context) -> tuple[list[Record], int]:
-        """P3: the newest entries of the block kinds in priority order, and how many such entries exist."""
-        kinds = self.policy.block_kinds
+        """P3: the newest entries of the block kinds in priority order, and how many such entries exist.
+        One index-ordered query per kind (no sort of the whole scope); refused rows are skipped, not shown."""
         where, params = self._visible(ctx)
-        marks = ",".join("?" * len(kinds))
-        order = " ".join(f"WHEN ? THEN {i}" for i in range(len(kinds)))
         want = self.policy.block_entries
         good: list[Record] = []
         bad: list[tuple[str, str]] = []
+        total = 0
         with self.backend.read() as conn:
-            total = int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where} AND m.kind IN ({marks})",
-                                     (*params, *kinds)).fetchone()[0])
-            sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind IN ({marks})"
-                   f" ORDER BY CASE m.kind {order} END, m.updated_at DESC, m.id DESC LIMIT ? OFFSET ?")
-            offset = 0
-            while len(good) < want:  # a refused row is skipped; keep filling the block
-                rows = conn.execute(sql, (*params, *kinds, *kinds, want - len(good), offset)).fetchall()
-                if not rows:
-                    break
-                offset += len(rows)
-                g, b = self._check(conn, rows)
-                good += g
-                bad += b
+            for kind in self.policy.block_kinds:
+                total += int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where} AND m.kind = ?",
+                                          (*params, kind)).fetchone()[0])
+                offset = 0
+                while len(good) < want:
+                    rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
+                                        " ORDER BY m.updated_at DESC, m.id DESC LIMIT ? OFFSET ?",
+                                        (*params, kind, want - len(good), offset)).fetchall()
+                    if not rows:
+                        break
+                    offset += len(rows)
+                    g, b = self._check(conn, rows)
+                    good += g
+                    bad += b
         self._integrity_events(ctx, bad)
         return good, total - len(bad)
 
-    def due_reminders(self, ctx: Context, now: int | None = None) -> list[Record]:
-        """P4: reminders due from 1.5 days back to 3 days forward, soonest first."""
+    def due_reminders(self, ctx: Context, now: int | None = None) -> tuple[list[Record], int]:
+        """P4: the first reminders (soonest first) due from 1.5 days back to 3 days forward, and how many are."""
         now = now_ms() if now is None else now
         lo = now - int(self.policy.reminder_window_back_hours * 3_600_000)
         hi = now + int(self.policy.reminder_window_forward_hours * 3_600_000)
         where, params = self._visible(ctx)
-        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = 'reminder'"
-                               " AND m.due_at BETWEEN ? AND ? ORDER BY m.due_at, m.id", (*params, lo, hi))
+        where += " AND m.kind = 'reminder' AND m.due_at BETWEEN ? AND ?"
+        params += [lo, hi]
+        with self.backend.read() as conn:
+            total = int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
+            rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} ORDER BY m.due_at, m.id"
+                                " LIMIT ?", (*params, self.policy.block_entries)).fetchall()
+            good, bad = self._check(conn, rows)
+        self._integrity_events(ctx, bad)
+        return good, total - len(bad)
 
     def search(self, ctx: Context, query: str, k: int = 5, kind: str | None = None) -> list[Record]:
         """Lexical (FTS5/BM25) search inside the caller's scope; filters are part of the query (S3, Q1)."""

@@ -70,13 +70,13 @@ class Session:
     def _snapshot(self) -> tuple[str, str]:
         svc, ctx = self.service, self.context
         records, total = svc.block_records(ctx)
-        reminders = svc.due_reminders(ctx)
+        reminders, due_total = svc.due_reminders(ctx)
         block = render_memory_block([_entry(r) for r in records], total, max_entries=svc.policy.block_entries)
         if reminders:
-            block += "\n" + render_reminders_block([_entry(r) for r in reminders], len(reminders),
+            block += "\n" + render_reminders_block([_entry(r) for r in reminders], due_total,
                                                    max_entries=svc.policy.block_entries)
         digest = hashlib.sha256(block.encode("utf-8")).hexdigest()
-        shown = [r.id for r in records] + [r.id for r in reminders[: svc.policy.block_entries]]
+        shown = [r.id for r in records] + [r.id for r in reminders]
         s = self.scope
         with svc.backend.write() as tx:
             tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
@@ -150,7 +150,7 @@ class Session:
             rec = self.service.get(self.context, memory_id)
             self.service.log_reads(self.context, "read", [rec], {"via": "view"})
             return rec
-        found = self.service.list(self.context, kind=kind, limit=limit)
+        found = self.service.list_records(self.context, kind=kind, limit=limit)
         self.service.log_reads(self.context, "read", found, {"via": "list"})
         return found
 

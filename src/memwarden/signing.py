@@ -42,6 +42,9 @@ class Signer:
     def verify_record(self, r: Record) -> bool:
         return hmac.compare_digest(self.sign_record(r), r.signature or "")
 
+    def mac(self, data: bytes) -> str:
+        return hmac.digest(self._key, data, "sha256").hex()
+
     def audit_link(self, prev_hash: str, fields: Sequence[object]) -> str:
         msg = _AUDIT_DOMAIN + prev_hash.encode() + _canonical(fields)
         return hmac.digest(self._key, msg, "sha256").hex()
