@@ -31,16 +31,17 @@ _RECORD_COLUMNS = """
 """
 
 DDL = f"""
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS memories (
     id            TEXT    PRIMARY KEY,
     version       INTEGER NOT NULL,
     {_RECORD_COLUMNS}
 );
+-- Ascending, so each insert lands at the end of its scope's range (SQLite scans it backwards for "newest
+-- first"). No expiry index: expiry is filtered inside the scope range, and gc's full scan is rare.
 CREATE INDEX IF NOT EXISTS memories_scope
-    ON memories (tenant, user_id, agent, kind, status, updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at);
+    ON memories (tenant, user_id, agent, kind, status, updated_at, id);
 CREATE INDEX IF NOT EXISTS memories_due ON memories (tenant, user_id, agent, due_at) WHERE due_at IS NOT NULL;
 
 -- Earlier versions of updated records (R1: update keeps history). Deleted with the record (D3).
