@@ -82,7 +82,10 @@ def _assert_all_acked_present(db_path: Path, acks: list[tuple[int, str]], conten
             assert s.save("Store still writable after the crash", kind="fact").status == "accepted"
 
 
-def test_i3_sigkill_mid_stream_loses_no_acknowledged_write(db_path: Path) -> None:
+@pytest.mark.parametrize("durability", ["full", "normal"])
+def test_i3_sigkill_mid_stream_loses_no_acknowledged_write(db_path: Path, durability: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMWARDEN_DURABILITY", durability)  # the child opens the store with it
     content_for = _child_module().content_for
     all_acks: list[tuple[int, str]] = []
     for _round in range(2):  # the second run writes to, and is killed on, an already crash-recovered file
@@ -102,6 +105,18 @@ def test_i3_wal_mode_and_full_sync(store: MemoryService, db_path: Path) -> None:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent in the file
     finally:
         other.close()
+
+
+def test_i3_durability_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with memwarden.open(tmp_path / "n.db", durability="normal") as normal:
+        assert normal.backend.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    monkeypatch.setenv("MEMWARDEN_DURABILITY", "normal")
+    with memwarden.open(tmp_path / "e.db") as from_env:
+        assert from_env.backend.conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    with memwarden.open(tmp_path / "f.db", durability="full") as full:  # the argument wins over the env
+        assert full.backend.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    with pytest.raises(memwarden.MemwardenError, match="durability must be one of"):
+        memwarden.open(tmp_path / "x.db", durability="fast")
 
 
 def test_i3_failure_mid_write_leaves_nothing_behind(store: MemoryService, monkeypatch: pytest.MonkeyPatch

@@ -711,9 +711,14 @@ def fts_query(text: str) -> str:
 
 
 def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | None = None,
-               policy: Policy | None = None, gate: Gate | None = None) -> MemoryService:
-    """``memwarden.open``: the embedded SQLite default (``$MEMWARDEN_URL`` or the XDG data dir)."""
-    backend = open_backend(url)
+               policy: Policy | None = None, gate: Gate | None = None,
+               durability: str | None = None) -> MemoryService:
+    """``memwarden.open``: the embedded SQLite default (``$MEMWARDEN_URL`` or the XDG data dir).
+
+    ``durability`` (or ``$MEMWARDEN_DURABILITY``): ``"full"`` (default) fsyncs every commit, so an acknowledged
+    write survives power loss; ``"normal"`` survives a killed process but may lose the last writes to an OS crash
+    or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md)."""
+    backend = open_backend(url, durability)
     try:
         return MemoryService(backend, load_key(key), policy, gate)
     except BaseException:

@@ -1,4 +1,4 @@
-"""Embedded SQLite backend: WAL, ``synchronous=FULL`` (an acknowledged write is on disk, I3), one connection
+"""Embedded SQLite backend: WAL, ``synchronous=FULL`` by default (an acknowledged write is on disk, I3), one connection
 per :class:`SqliteBackend` guarded by a lock, ``BEGIN IMMEDIATE`` for every write so concurrent writers (threads or
 processes) serialise instead of losing updates (I2).
 
@@ -117,9 +117,22 @@ def record_to_row(r: Record) -> tuple[object, ...]:
     )
 
 
+# durability → PRAGMA synchronous (WAL mode). Both survive a killed process (kill -9) with every acknowledged
+# write; "full" also survives power loss and OS crashes, at the cost of an fsync per commit.
+DURABILITY = {"full": "FULL", "normal": "NORMAL"}
+
+
+def resolve_durability(durability: str | None) -> str:
+    value = durability or os.environ.get("MEMWARDEN_DURABILITY") or "full"
+    if value not in DURABILITY:
+        raise UnsupportedURL(f"durability must be one of {', '.join(DURABILITY)}; got {value!r}")
+    return value
+
+
 class SqliteBackend:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, durability: str = "full") -> None:
         self.path = path
+        self.durability = resolve_durability(durability)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self.lock = threading.RLock()
@@ -132,7 +145,7 @@ class SqliteBackend:
         mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise UnsupportedURL(f"cannot use WAL journal mode on {path} (got {mode})")
-        c.execute("PRAGMA synchronous = FULL")
+        c.execute(f"PRAGMA synchronous = {DURABILITY[self.durability]}")
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: deleted content leaves no remnant (D3)
         with self.write() as tx:
@@ -243,5 +256,5 @@ class Tx:
                 stmt = ""
 
 
-def open_backend(url: str | os.PathLike[str] | None) -> SqliteBackend:
-    return SqliteBackend(resolve_url(url))
+def open_backend(url: str | os.PathLike[str] | None, durability: str | None = None) -> SqliteBackend:
+    return SqliteBackend(resolve_url(url), resolve_durability(durability))
