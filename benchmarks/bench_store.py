@@ -771,7 +771,8 @@ def diagnose(n: int, seed: int, tmp: Path, top: int = 25) -> str:
             conn.execute("PRAGMA wal_autocheckpoint=1000")
             rows = [[f"`{name}`", f"{v:.2f}"] for name, v in frames]
             rows.append(["**total**", f"{sum(v for _, v in frames):.2f}"])
-            out += [f"#### {title}: WAL frames (4 KiB pages) written and synced per commit", "",
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            out += [f"#### {title}: WAL frames ({page:,}-byte pages) written and synced per commit", "",
                     table(["B-tree", "frames per commit"], rows), ""]
         # 3. cProfile of the memwarden save path
         prof = cProfile.Profile()
