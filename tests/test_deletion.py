@@ -36,7 +36,8 @@ def _advance(monkeypatch: pytest.MonkeyPatch, ms: int) -> None:
         return now_ms() + ms
 
     for mod in (memwarden.records, memwarden.service, memwarden.session, memwarden.audit):
-        monkeypatch.setattr(mod, "now_ms", later)
+        if hasattr(mod, "now_ms"):
+            monkeypatch.setattr(mod, "now_ms", later)
 
 
 def _tables(conn: sqlite3.Connection) -> list[str]:

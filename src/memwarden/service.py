@@ -511,6 +511,24 @@ class MemoryService:
         self._integrity_events(ctx, bad)
         return good
 
+    def begin_session(self, ctx: Context, workspace: Sequence[str], snapshot_sha256: str, shown: Sequence[str],
+                      total: int) -> None:
+        """Record a session and what its frozen prompt block carried (P1, A2), in one transaction."""
+        s = ctx.scope
+        with self.backend.write() as tx:
+            tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
+                       " snapshot_sha256) VALUES (?,?,?,?,?,?,?,?)",
+                       (ctx.session_id, s.tenant, s.user, s.agent_key, now_ms(), ctx.clearance,
+                        json.dumps(list(workspace)), snapshot_sha256))
+            evs = [self._audit(tx, ctx, "session_started", None, {"snapshot_sha256": snapshot_sha256,
+                                                                   "workspace": list(workspace)}),
+                   self._audit(tx, ctx, "injected", None, {"ids": list(shown), "total": total})]
+        self._commit_events(evs)
+
+    def end_session(self, ctx: Context) -> None:
+        with self.backend.write() as tx:
+            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), ctx.session_id))
+
     def log_reads(self, ctx: Context, event: str, records: Sequence[Record], details: dict[str, Any]) -> Event:
         """A2: record which memories reached this session, with how."""
         return self.record_event(ctx, event, {**details, "ids": [r.id for r in records]})

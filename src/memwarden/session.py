@@ -19,7 +19,7 @@ from memwarden import tools
 from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.ids import new_id
 from memwarden.prompt_block import BlockEntry, render_memory_block, render_reminders_block
-from memwarden.records import Kind, Record, SourceType, iso, now_ms
+from memwarden.records import Kind, Record, SourceType, iso
 from memwarden.scope import Scope
 from memwarden.service import UNSET, Context, WriteResult
 
@@ -77,18 +77,7 @@ class Session:
                                                    max_entries=svc.policy.block_entries)
         digest = hashlib.sha256(block.encode("utf-8")).hexdigest()
         shown = [r.id for r in records] + [r.id for r in reminders]
-        s = self.scope
-        with svc.backend.write() as tx:
-            tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
-                       " snapshot_sha256) VALUES (?,?,?,?,?,?,?,?)",
-                       (self.id, s.tenant, s.user, s.agent_key, now_ms(), ctx.clearance,
-                        json.dumps(self.workspace), digest))
-            evs = [
-                svc._audit(tx, ctx, "session_started", None, {"snapshot_sha256": digest,
-                                                               "workspace": list(self.workspace)}),
-                svc._audit(tx, ctx, "injected", None, {"ids": shown, "total": total}),
-            ]
-        svc._commit_events(evs)
+        svc.begin_session(ctx, self.workspace, digest, shown, total)
         return block, digest
 
     def system_block(self) -> str:
@@ -188,8 +177,7 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        with self.service.backend.write() as tx:
-            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), self.id))
+        self.service.end_session(self.context)
 
     def __enter__(self) -> Session:
         return self
