@@ -710,8 +710,10 @@ def test_scan_lines_and_jsonl(cli: Cli, lib: MemoryService) -> None:
         '{"text": 5}\n{"not_text": "x"}\n'
     )
     out = [json.loads(x) for x in cli.ok("scan", input=data).stdout.splitlines()]
-    assert out[0] == {"line": 1, "verdict": "accept", "kind": "fact", "rules": [], "spans": [], "hits": []}
-    assert out[1]["line"] == 3 and out[1]["verdict"] == "reject" and out[1]["kind"] == "preference"
+    assert {k: out[0][k] for k in ("line", "verdict", "kind", "rules", "spans", "hits")} == {
+        "line": 1, "verdict": "accept", "kind": "preference", "rules": [], "spans": [], "hits": []}  # G2 class
+    assert out[0]["rules_version"]
+    assert out[1]["line"] == 3 and out[1]["verdict"] == "reject" and out[1]["kind"] == "rejectable"
     assert out[1]["rules"] == ["record.control_chars"] and out[1]["spans"] == [[3, 4]]
     assert out[2] == {"line": 4, "error": "'text' must be a string"}
     assert out[3]["line"] == 5 and out[3]["verdict"] == "accept"  # an object without "text" is plain text

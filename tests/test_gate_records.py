@@ -194,7 +194,7 @@ def test_g6_tab_newline_accepted(store: MemoryService, scope: memwarden.Scope, t
 @pytest.mark.parametrize("confidence", [0, 0.0, 0.5, 1, 1.0])
 def test_g6_confidence_bounds_accepted(store: MemoryService, scope: memwarden.Scope,
                                        confidence: float) -> None:
-    with store.session(scope) as s:
+    with store.session(scope, source_type="operator") as s:  # G5's threshold applies to model candidates only
         r = s.save("User prefers tea", kind="preference", confidence=confidence)
         assert r.status == "accepted"
         assert s.view(r.id or "").confidence == float(confidence)

@@ -157,11 +157,11 @@ def test_r2_update_cannot_change_kind(store: MemoryService, scope: memwarden.Sco
 
 def test_r2_update_keeps_confidence(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
-        mid = s.save("User may live in Lyon", kind="fact", confidence=0.6).id or ""
+        mid = s.save("User may live in Lyon", kind="fact", confidence=0.75).id or ""
         s.update(mid, "User may live in Lyon, France", expected_version=1)
-        assert s.view(mid).confidence == 0.6
+        assert s.view(mid).confidence == 0.75
         s.call_tool("memory_update", {"id": mid, "content": "User may live near Lyon", "expected_version": 2})
-        assert s.view(mid).confidence == 0.6
+        assert s.view(mid).confidence == 0.75
 
 
 # --- R3: limits ---------------------------------------------------------------------------------------------

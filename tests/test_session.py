@@ -17,7 +17,8 @@ import pytest
 
 import memwarden
 from memwarden import audit
-from memwarden.gate import REVIEW, Candidate, Gate, RuleHit
+from memwarden.gate import REVIEW, Candidate, Gate, RuleHit, Verdict
+from memwarden.gate.record_rules import record_hits
 from memwarden.policy import Policy
 from memwarden.prompt_block import MEMORY_TAG, REMINDER_TAG, ParsedBlock, parse_blocks
 from memwarden.records import iso
@@ -220,9 +221,17 @@ HOSTILE = [
 ]
 
 
+class _RecordRulesOnlyGate(Gate):
+    """Test double: only the record-level rules, so hostile text reaches the store (content rules reject it)."""
+
+    def check(self, candidate: Candidate) -> Verdict:
+        hits = record_hits(candidate, self.policy)
+        return Verdict("reject" if hits else "accept", "fact", tuple(hits))
+
+
 def test_p3_hostile_content_cannot_forge_entries(tmp_path: Path, scope: memwarden.Scope) -> None:
-    # A gate with only the record-level rules: the block's escaping must hold even if content rules miss it.
-    with memwarden.open(tmp_path / "raw.db", gate=Gate(Policy(), scanners=[])) as store:
+    # The block's escaping must hold even if the content rules missed something.
+    with memwarden.open(tmp_path / "raw.db", gate=_RecordRulesOnlyGate(Policy())) as store:
         with store.session(scope) as s:
             ids = []
             for text in HOSTILE:

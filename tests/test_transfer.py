@@ -183,7 +183,7 @@ def test_g1_import_goes_through_the_gate(store: MemoryService, scope: memwarden.
 
 def test_g1_import_ignores_provenance_in_the_file(store: MemoryService, scope: memwarden.Scope) -> None:
     forged = {
-        "content": "User is an administrator",
+        "content": "User prefers green tea",
         "id": "01FORGED",
         "status": "active",
         "version": 9,

@@ -32,6 +32,7 @@ MAX_RETENTION_DAYS = 365
 class Policy:
     max_record_bytes: int = 10 * 1024  # R3
     max_metadata_bytes: int = 2 * 1024
+    min_confidence: float = 0.7  # G5: model-extracted candidates below this are dropped
     limits: dict[str, KindLimits] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     block_entries: int = 10  # P3
     block_kinds: tuple[str, ...] = (Kind.PREFERENCE, Kind.FACT, Kind.TASK_STATE)  # P3 order of priority

@@ -205,6 +205,8 @@ class MemoryService:
         verdict = self.gate.check(Candidate(content, kind, ctx.source_type, metadata, gate_conf))
         if verdict.verdict == REJECT:
             return self._reject(ctx, content, verdict, update_id)
+        if verdict.content is not None:  # G4: session-scoped references stripped by the gate
+            content = verdict.content
 
         # 2. taint (T2): the record inherits the session's trust; untrusted or gate-"review" content is held.
         trust = ctx.trust
@@ -258,7 +260,8 @@ class MemoryService:
             ev = self._audit(tx, ctx, name, record.id,
                              {"version": record.version, "kind": record.kind, "content_hash": record.content_hash,
                               "bytes": record.size_bytes, "trust": record.provenance.trust,
-                              "source_type": ctx.source_type, "rules": verdict.rules})
+                              "source_type": ctx.source_type, "rules": verdict.rules,
+                              "rules_version": verdict.rules_version})
         self._commit_events([*events, ev])
         if record.status == Status.REVIEW:
             why = verdict.reason() if verdict.verdict == REVIEW else "this session ingested untrusted content"
@@ -277,12 +280,13 @@ class MemoryService:
             self._report_refused()
 
     def _reject(self, ctx: Context, content: Any, verdict: Verdict, memory_id: str | None) -> WriteResult:
-        shown = content if isinstance(content, str) else repr(content)
+        """G6: a rejected candidate is a security event, logged in full — except its secrets, which are masked."""
+        shown = verdict.redacted or (content if isinstance(content, str) else repr(content))
         with self.backend.write() as tx:
             ev = self._audit(tx, ctx, "rejected", memory_id, {
                 "rules": verdict.rules, "kind": verdict.kind, "source_type": ctx.source_type,
                 "candidate": shown[:MAX_REJECTED_KEPT], "truncated": len(shown) > MAX_REJECTED_KEPT,
-                "hits": [h.to_dict() for h in verdict.hits]})
+                "hits": [h.to_dict() for h in verdict.hits], "rules_version": verdict.rules_version})
         self._commit_events([ev])
         return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
 

@@ -1,8 +1,10 @@
-"""The write gate (G1, G6): every path that persists content runs ``Gate.check`` first.
+"""The write gate (G1–G7): every path that persists content runs ``Gate.check`` first.
 
-A gate is a list of scanners. Each scanner looks at a :class:`Candidate` and returns rule hits; the verdict is
-the strictest action among them (``reject`` > ``review`` > ``accept``). Scanners can only add hits, so adding a
-scanner can only make verdicts stricter.
+A gate runs the record-level checks (:mod:`.record_rules`), then — on a well-formed record — the built-in content
+rules (:mod:`.content`: normalisation, rule families, secrets, encoded payloads, session references, confidence),
+then any scanners an operator added. The verdict is the strictest action among the hits (``reject`` > ``review``
+> ``accept``); operator scanners can only add hits, so they can only make verdicts stricter. A ``strip`` hit
+(a session-scoped reference, G4) does not block the write: its span is removed from the content that is stored.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from memwarden.policy import Policy
 
 log = logging.getLogger("memwarden.gate")
 
-ACCEPT, REVIEW, REJECT = "accept", "review", "reject"
-_RANK = {ACCEPT: 0, REVIEW: 1, REJECT: 2}
+ACCEPT, REVIEW, REJECT, STRIP = "accept", "review", "reject", "strip"
+_RANK = {ACCEPT: 0, STRIP: 0, REVIEW: 1, REJECT: 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +34,7 @@ class Candidate:
 @dataclass(frozen=True, slots=True)
 class RuleHit:
     rule: str  # stable rule id, e.g. "record.too_large"
-    action: str  # review | reject
+    action: str  # review | reject | strip
     message: str  # why, safe to show to the agent (never echoes secrets)
     span: tuple[int, int] | None = None  # character span in the content
 
@@ -44,8 +46,11 @@ class RuleHit:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     verdict: str
-    kind: str
+    kind: str  # G2 class: preference | fact | task_state | rejectable (the caller's kind when not classified)
     hits: tuple[RuleHit, ...] = field(default_factory=tuple)
+    content: str | None = None  # what to store when the gate rewrote the candidate (G4 strip); None = as given
+    redacted: str | None = None  # the candidate with secrets masked, for logs (never log the raw secret)
+    rules_version: str = ""
 
     @property
     def rules(self) -> list[str]:
@@ -56,12 +61,13 @@ class Verdict:
         return self.verdict == ACCEPT
 
     def reason(self) -> str:
-        return "; ".join(f"{h.rule}: {h.message}" for h in self.hits) or "accepted"
+        blocking = [h for h in self.hits if h.action != STRIP] or list(self.hits)
+        return "; ".join(f"{h.rule}: {h.message}" for h in blocking) or "accepted"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "kind": self.kind, "rules": self.rules,
                 "spans": [h.span and list(h.span) for h in self.hits],
-                "hits": [h.to_dict() for h in self.hits]}
+                "hits": [h.to_dict() for h in self.hits], "rules_version": self.rules_version}
 
 
 Scanner = Callable[[Candidate, Policy], Iterable[RuleHit]]
@@ -71,10 +77,7 @@ class Gate:
     """Runs every scanner; record-level checks first, and content scanners only on well-formed records."""
 
     def __init__(self, policy: Policy | None = None, scanners: Sequence[Scanner] | None = None) -> None:
-        from memwarden.gate.record_rules import RECORD_SCANNERS
-
         self.policy = policy or Policy()
-        self._record_scanners: tuple[Scanner, ...] = tuple(RECORD_SCANNERS)
         self._scanners: list[Scanner] = list(scanners or [])
 
     def add_scanner(self, scanner: Scanner) -> None:
@@ -82,16 +85,31 @@ class Gate:
         self._scanners.append(scanner)
 
     def check(self, candidate: Candidate) -> Verdict:
-        hits: list[RuleHit] = []
-        for scan in self._record_scanners:
-            hits.extend(scan(candidate, self.policy))
-        if not hits:  # content scanners need a well-formed string
-            for scan in self._scanners:
-                hits.extend(_run_scanner(scan, candidate, self.policy))
+        from memwarden.gate.content import SCANNER
+        from memwarden.gate.record_rules import record_hits
+        from memwarden.gate.rules import RULES_VERSION
+
+        hits: list[RuleHit] = record_hits(candidate, self.policy)
+        if hits:  # malformed record: content rules need a well-formed string
+            return Verdict(REJECT, "rejectable", tuple(hits), rules_version=RULES_VERSION)
+        analysis = SCANNER.analyze(candidate, self.policy)
+        hits += analysis.hits
+        for scan in self._scanners:
+            hits.extend(_run_scanner(scan, candidate, self.policy))
         worst = max((_RANK[h.action] for h in hits), default=0)
-        verdict = next(v for v, r in _RANK.items() if r == worst)
-        kind = candidate.kind if isinstance(candidate.kind, str) else "invalid"
-        return Verdict(verdict, kind, tuple(hits))
+        verdict = REJECT if worst == 2 else REVIEW if worst == 1 else ACCEPT
+        text: str = candidate.content
+        secrets = [h for h in hits if h.rule.startswith("secret.") and h.span]
+        redacted = _mask(text, [h.span for h in secrets if h.span], "[REDACTED {}]",
+                         [h.rule for h in secrets]) if secrets else None
+        stripped = [h for h in hits if h.action == STRIP and h.span]
+        content = None
+        if stripped and verdict != REJECT:
+            from memwarden.gate.session_refs import PLACEHOLDER
+
+            content = _mask(text, [h.span for h in stripped if h.span], PLACEHOLDER, [""] * len(stripped))
+        kind = "rejectable" if verdict == REJECT else analysis.kind
+        return Verdict(verdict, kind, tuple(hits), content, redacted, RULES_VERSION)
 
 
 def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[RuleHit]:
@@ -103,11 +121,24 @@ def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[Ru
         log.exception("gate scanner %s failed", name)
         return [RuleHit("gate.scanner_error", REJECT, f"scanner {name} failed ({type(exc).__name__}); "
                                                        "the candidate is rejected to fail closed")]
-    bad = [h for h in hits if not isinstance(h, RuleHit) or h.action not in (REVIEW, REJECT)]
+    bad = [h for h in hits if not isinstance(h, RuleHit) or h.action not in (REVIEW, REJECT)]  # no STRIP
     if bad:
         return [RuleHit("gate.scanner_error", REJECT, f"scanner {name} returned an invalid hit; "
                                                        "the candidate is rejected to fail closed")]
     return hits
+
+
+def _mask(text: str, spans: Sequence[tuple[int, int]], template: str, labels: Sequence[str]) -> str:
+    """``text`` with each (non-overlapping, merged) span replaced by ``template`` formatted with its label."""
+    out, last = [], 0
+    for (s, e), label in sorted(zip(spans, labels, strict=True)):
+        if s < last:  # overlaps the previous span: extend it
+            continue
+        out.append(text[last:s])
+        out.append(template.format(label))
+        last = e
+    out.append(text[last:])
+    return "".join(out)
 
 
 _default_gate: Gate | None = None

@@ -98,3 +98,13 @@ def check_metadata(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
 
 
 RECORD_SCANNERS: tuple[Scanner, ...] = (check_text, check_kind, check_confidence, check_metadata)
+
+
+def record_hits(c: Candidate, policy: Policy) -> list[RuleHit]:
+    """All record-level hits; the common case (a well-formed record) returns at once without generators."""
+    text, kind, conf, md = c.content, c.kind, c.confidence, c.metadata
+    if (isinstance(text, str) and text.isascii() and text.strip() and len(text) <= policy.max_record_bytes
+            and not _CONTROL.search(text) and isinstance(kind, str) and kind in _KINDS and md is None
+            and type(conf) in (int, float) and 0.0 <= conf <= 1.0):
+        return []
+    return [hit for scan in RECORD_SCANNERS for hit in scan(c, policy)]

@@ -1,0 +1,897 @@
+"""The content rule set of the write gate (G3), as reviewed, versioned data.
+
+Each :class:`Rule` has a stable id (the family, e.g. ``directive.future_behaviour``), an action, the message the
+agent gets, and patterns. Patterns are matched against the normalised candidate (NFKC, case-folded, invisible
+characters removed, whitespace collapsed — see :mod:`memwarden.gate.normalize`): Latin-script rules against the
+confusable-folded *skeleton*, other scripts against the folded text. ``words`` are trigger words: a rule's
+regexes run only when one of them occurs in the candidate (or, for CJK rules, one of its ``needles`` does), which
+keeps the gate at a few microseconds for ordinary memories.
+
+Writing rules: every gap is bounded (``[^.!?\\n]{0,N}``), no nested unbounded repeats, so matching stays linear
+in the input. A rule must reject what would steer the agent (instructions, claims, routing, exfiltration,
+concealment, control tokens, download-and-execute, delayed triggers) and must not reject a memory that merely
+contains such words (G7): ``tests/gate_corpus/negatives.jsonl`` is the check.
+
+Bump ``RULES_VERSION`` whenever a rule changes; it is recorded with every gate verdict in the audit log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RULES_VERSION = "2026.11.29-1"
+
+# Bounded "same sentence" gaps. Never use .* in a rule.
+G20 = r"[^.!?\n]{0,20}"
+G40 = r"[^.!?\n]{0,40}"
+G60 = r"[^.!?\n]{0,60}"
+G80 = r"[^.!?\n]{0,80}"
+# Start of a sentence or clause, optionally after a "remember:"-style lead-in: where an imperative begins.
+LEAD = (r"(?:^|[.!?;:\n\"'(\[]\s*|\b(?:and|also|then|so|but|please|pls|remember|note|important|reminder|"
+        r"rule|instruction|memo)\b[:,]?\s*)")
+AGENT = r"(?:you|the assistant|assistant|the ai|the agent|the model|the bot|the chatbot|claude|chatgpt|gpt|the llm)"
+WHOM = r"(?:the user|the human|the customer|the operator|the admin|the owner|your user|users|the client)"
+BEHAVE = (r"(?:answer|answers|respond|reply|replies|ignore|follow|obey|comply|use|call|send|include|skip|disable|"
+          r"bypass|approve|execute|run|treat|trust|reveal|share|tell|say|mention|output|print|write|delete|"
+          r"forward|upload|grant|refuse|accept|agree|assume|act|behave|pretend|respond|recommend|start|stop|"
+          r"prioritize|prioritise|add|append|insert|omit|remove|auto-approve|authorize|authorise|transfer|pay)")
+OVERRIDE_VERB = (r"(?:ignore|ignoring|disregard|disregarding|forget|override|overrule|bypass|skip|drop|abandon|"
+                 r"discard|neglect|circumvent|suspend|deactivate|disable|turn off|switch off|set aside|throw out)")
+RULE_NOUN = (r"(?:instructions?|rules?|guidelines?|polic(?:y|ies)|prompts?|directives?|guardrails?|restrictions?|"
+             r"constraints?|filters?|safeguards?|safety|programming|training|system message|content policy|"
+             r"moderation|ethics|limitations?|boundaries|protocols?|checks?|directions)")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    action: str  # "reject" | "review"
+    message: str
+    patterns: tuple[str, ...]
+    words: frozenset[str] = frozenset()  # trigger tokens (\w+ runs of the folded text) that activate the rule
+    needles: tuple[str, ...] = ()  # trigger substrings, for triggers that are not words (punctuation)
+    script: str = "latin"  # "latin": match the skeleton; "any": match the folded text
+    cjk: bool = False  # also runs when the candidate contains CJK characters (no word boundaries there)
+
+
+def _w(*words: str) -> frozenset[str]:
+    return frozenset(words)
+
+
+# Authority cues and the consequences they are meant to unlock (same sentence → claim.permission).
+AUTHORITY = (r"approved|approval granted|authori[sz]ed|authori[sz]ation|permitted|allowed|granted|whitelisted|"
+             r"allowlisted|cleared|clearance|verified|vetted|pre-?authori[sz]ed|pre-?approved|signed off|"
+             r"sanctioned|admin|administrator|superuser|sudo|root access|owner|moderator|operator|elevated|"
+             r"privileged|privileges?|trusted|trust level|promoted|red-team|penetration tester|pentester|"
+             r"legal guardian|override token|says it's fine|said it's fine|says it is fine|is fine for you")
+CONSEQUENCE = (r"you (?:can|may|are allowed to|are permitted to|should|must|are free to|have permission)|"
+               r"(?:may|can|is allowed to|are allowed to) (?:approve|view|see|access|read|merge|release|bypass|"
+               r"promote|modify|delete|reset|export|share|download|transfer|override)|"
+               r"bypass|without (?:review|verification|approval|checks?|confirmation|2fa|mfa|asking)|"
+               r"no (?:further |additional )?(?:checks?|verification|review|approval|confirmation)s? "
+               r"(?:needed|required|necessary)|"
+               r"(?:share|sharing|send|sending|give|giving|release|releasing|reveal|show)\b[^.!?\n]{0,30}"
+               r"\b(?:api keys?|passwords?|"
+               r"credentials?|secrets?|pii|salar(?:y|ies)|payroll|private messages|internal docs|export)|"
+               r"(?:view|see|access|read|open|download)\s+(?:all|every|the data of all|other users'?|everyone'?s?|"
+               r"any)\b|approve (?:their own|all|any|every)|all (?:exploit|refund|transfer|payment|wire)|"
+               r"wire transfers?|sudoers|never (?:deny|refuse|question|verify|check)|"
+               r"(?:disable|turn off|switch off)\s+(?:the\s+)?(?:content filter|safety|2fa|two-factor|mfa|"
+               r"verification|logging|audit)|promote their own|full_access|can_approve|"
+               r"(?:are|is) (?:always )?approved|requests? (?:are|is) (?:always )?(?:approved|allowed)")
+
+RESTATE = ("it reads as an instruction to the assistant, not a fact about the user; memory stores facts and "
+           "preferences — restate it as a preference, e.g. \"User prefers …\"")
+
+RULES: tuple[Rule, ...] = (
+    # --- directives about future agent behaviour and policy overrides ----------------------------------------
+    Rule(
+        "directive.future_behaviour", "reject", RESTATE,
+        patterns=(
+            # policy overrides: "ignore (all) previous instructions", "disregard your system prompt"
+            rf"\b{OVERRIDE_VERB}\s+(?:all\s+|any\s+|every\s+|each\s+|the\s+|your\s+|my\s+|these\s+|those\s+|of\s+)"
+            rf"{{0,3}}(?:previous|prior|above|earlier|preceding|original|existing|current|old|initial|system|safety|"
+            rf"security|default|built-in|openai|anthropic|developer|your)?\s*(?:and\s+\w+\s+)?{RULE_NOUN}\b",
+            rf"\b{OVERRIDE_VERB}\s+(?:everything|anything|all)\s+(?:you were told|above|before|previously|"
+            rf"you(?:'ve| have) been told|in your (?:system )?prompt)",
+            r"\b(?:your|the) (?:new|real|true|updated|actual) (?:rules?|instructions?|system prompt|directives?|"
+            r"guidelines?|policy|orders|task|objective|purpose) (?:is|are|:)",
+            r"\b(?:new|updated|override|overriding) (?:system )?(?:rules?|instructions?|directives?|prompt)\s*:",
+            r"\bsystem prompt\s*(?:override|update|:)",
+            rf"\b{RULE_NOUN}\b[^.!?\n]{{0,60}}\b(?:should|must|are to|is to|can|may|will)\s+(?:now\s+|all\s+)?be\s+"
+            r"(?:ignored|disregarded|overridden|bypassed|forgotten|skipped|dropped|discarded|void(?:ed)?)\b",
+            rf"\b{RULE_NOUN}\b[^.!?\n]{{0,60}}\b(?:are|is)\s+(?:now\s+)?(?:void|null|obsolete|outdated|"
+            r"cancelled|canceled|revoked|lifted|suspended|disabled|no longer (?:valid|in effect|apply|applicable))\b",
+            r"\bno longer (?:bound by|subject to|restricted by|limited by)\b",
+            r"\b(?:agent|assistant|ai|bot|model)[._](?:rules|behaviou?r|confirmations?|mode|policy|permissions|"
+            r"safety|guardrails|restrictions|filters?|persona)\s*[=:]",
+            r"\b(?:ignore_guardrails|no_confirmations|unrestricted_mode|safety_off|disable_safety|jailbreak=)",
+            # "from now on / going forward / in every future session ..." + an instruction
+            rf"\b(?:from now on|from this point (?:on|forward)|going forward|henceforth|hereafter|moving forward|"
+            rf"in (?:all |every |each )?(?:future|subsequent|later|next) (?:sessions?|conversations?|chats?|"
+            rf"replies|responses|answers|interactions|turns|messages|tasks)|for (?:all|every) (?:future )?"
+            rf"(?:sessions?|conversations?|requests?|tasks?|users?)|in every (?:session|conversation|chat|reply|"
+            rf"response))\b{G60}\b(?:you|always|never|do not|don't|must|should|shall|will|ignore|skip|"
+            rf"{BEHAVE})\b",
+            rf"{LEAD}(?:from now on|going forward|henceforth|from this point on|moving forward)\b",
+            # imperative "always/never <verb>" at the start of a sentence or after "remember:"
+            rf"{LEAD}(?:you\s+(?:must|should|shall|will|need to|have to|are to)\s+)?(?:always|never|"
+            rf"do not ever|don't ever|under no circumstances|no matter what)\s*,?\s*(?:\w+\s+){{0,2}}{BEHAVE}\b",
+            rf"{LEAD}(?:do not|don't|never|stop)\s+(?:ask(?:ing)?|request(?:ing)?|check(?:ing)?|verify(?:ing)?|"
+            rf"confirm(?:ing)?|validat(?:e|ing)|warn(?:ing)?|question(?:ing)?|refus(?:e|ing)|flag(?:ging)?)\b"
+            rf"{G40}\b(?:user|confirmation|verification|permission|approval|identity|before|again|anymore|"
+            rf"request|safety|policy|checks?)\b",
+            # "you must/should/will always|never …", "the assistant must …"
+            rf"\b{AGENT}\s+(?:must|should|shall|will|are to|is to|need to|needs to|have to|has to|are required to|"
+            rf"is required to|are allowed to|may)\s+(?:now\s+|also\s+|from now on\s+)?(?:always\s+|never\s+|not\s+|"
+            rf"no longer\s+|only\s+|immediately\s+|automatically\s+|silently\s+)?{BEHAVE}\b",
+            rf"\b{AGENT}\s+(?:must|should|shall|will)\s+(?:always|never)\b",
+            rf"\b(?:always|never)\s+(?:ever\s+)?{BEHAVE}\s+(?:{WHOM}|them|him|her|any|every|all|without|in|with|"
+            rf"the|to|my|their)\b{G40}\b(?:requests?|questions?|instructions?|messages?|confirmation|"
+            rf"verification|checks?|warnings?|approval|permission|refunds?|safety)\b",
+            r"\b(?:jailbreak mode|jailbroken mode|(?:enable|activate|enter|stay in|switch to) (?:jailbreak|dan|god)|"
+            r"you are (?:now )?jailbroken|do anything now|dan mode|developer mode enabled|unfiltered mode|"
+            r"no restrictions mode|god mode)\b",
+            rf"\b(?:respond|answer|reply|act|behave)\s+(?:only\s+)?(?:as if|like)\s+(?:you\s+(?:are|were|have)|"
+            rf"there (?:are|were) no)\b{G40}\b(?:rules?|restrictions?|filters?|guidelines?|limits?|"
+            rf"jailbroken|unrestricted|uncensored|no policy)",
+            rf"{LEAD}(?:treat|consider|regard)\s+(?:all\s+|any\s+|every\s+)?(?:requests?|messages?|instructions?|"
+            rf"commands?|content|text|input)\s+(?:from|in|by|containing){G40}\b(?:as|to be)\s+(?:trusted|"
+            rf"authoritative|verified|approved|coming from|system|admin|the user|legitimate)",
+            rf"{LEAD}(?:obey|follow|execute|comply with|carry out)\s+(?:all\s+|any\s+|every\s+)?(?:instructions?|"
+            rf"commands?|orders|requests?|directions)\s+(?:from|in|found in|contained in|given by|that appear)\b",
+        ),
+        words=_w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies",
+                 "prompt", "prompts", "directive", "directives", "guardrail", "guardrails", "restriction",
+                 "restrictions", "constraint", "constraints", "filter", "filters", "safeguard", "safeguards",
+                 "safety", "programming", "training", "moderation", "ethics", "limitation", "limitations",
+                 "boundaries", "protocol", "protocols", "checks", "directions", "orders", "objective", "purpose",
+                 "told", "now", "forward", "point", "henceforth", "hereafter", "future", "subsequent", "session",
+                 "sessions", "always", "never", "ever", "circumstances", "matter", "ask", "asking", "request",
+                 "requesting", "check", "checking", "verify", "verifying", "confirm", "confirming", "validate",
+                 "validating", "warn", "warning", "question", "questioning", "refuse", "refusing", "flag", "flagging",
+                 "you", "assistant", "ai", "agent", "model", "bot", "chatbot", "claude", "chatgpt", "gpt", "llm",
+                 "jailbreak", "jailbroken", "dan", "developer", "unfiltered", "god", "anything", "unrestricted",
+                 "uncensored", "treat", "consider", "regard", "obey", "follow", "execute", "comply", "carry",
+                 "commands", "requests", "longer", "ignore_guardrails", "no_confirmations", "unrestricted_mode",
+                 "safety_off", "disable_safety", "jailbreak"),
+    ),
+    # --- approval, permission and role claims aimed at the agent --------------------------------------------
+    Rule(
+        "claim.permission", "reject",
+        "it claims an approval, permission or role; memory cannot grant authority — permissions come from the "
+        "application, not from stored text",
+        patterns=(
+            r"\b(?:user|he|she|they|i|this (?:account|user|customer|caller|person|requester)|the (?:requester|"
+            r"caller|customer|sender|owner of this account))\s+(?:is|are|am|has|have|'s|'m|was|were)\s+"
+            r"(?:been\s+)?(?:granted\s+|given\s+|now\s+|an?\s+|the\s+|full\s+|verified\s+|elevated\s+)*"
+            r"(?:admin|administrator|root|superuser|super-user|super user|sudo|sysadmin|owner|operator|"
+            r"moderator|elevated|privileged|unrestricted|full|god-mode|maintainer)\s+(?:level\s+)?(?:privileges?|"
+            r"rights|access|role|permissions?|clearance|status|powers|mode|account)\b",
+            r"\b(?:user|he|she|they|i|this (?:account|user|customer|caller|person))\s+(?:is|are|am|has been|have "
+            r"been|'s|'m)\s+(?:an?\s+)?(?:verified\s+|authorized\s+|authorised\s+)?(?:admin|administrator|"
+            r"superuser|root user|system administrator|security officer|developer of (?:this|the) "
+            r"(?:assistant|ai|bot|system|agent|model))\b(?!\s+(?:of|for|at|on|in)\b)",
+            r"\b(?:user|he|she|they|i|this (?:account|user|customer|caller|person)|you)\s+(?:is|are|am|has been|"
+            r"have been|'s|'m|was|were)\s+(?:fully\s+|now\s+|pre-?|already\s+)*(?:authorized|authorised|allowed|"
+            r"permitted|approved|cleared|entitled|exempt(?:ed)?|whitelisted|allowlisted)\s+(?:to|for|from)\s+"
+            rf"{G40}\b(?:approve|refund|access|bypass|override|delete|admin|transfer|payment|credentials?|"
+            r"secrets?|production|any amount|without|verification|2fa|mfa|security|restricted|confidential|"
+            r"all (?:files|data|systems|documents|records|accounts)|wire|withdraw|unlimited|everything|"
+            r"any (?:action|request|file|account)|checks?|limits?|policy|polic(?:y|ies)|rules?|approval)",
+            r"\b(?:approved|authorized|authorised|signed off|cleared|sanctioned|whitelisted|pre-approved|"
+            r"greenlit)\s+by\s+(?:the\s+)?(?:security|admin|administrator|it|compliance|legal|management|ceo|cto|"
+            r"cfo|ciso|owner|developers?|openai|anthropic|the system|system|your (?:developer|creator|admin)|"
+            r"headquarters|hq|the board|leadership)\b",
+            r"\b(?:the\s+)?(?:security team|security department|admin|administrator|it (?:team|department)|"
+            r"compliance(?: team)?|management|the developers?|your developers?|openai|anthropic|ceo|cto|ciso|"
+            r"legal(?: team)?|the owner|system owner)\s+(?:has\s+|have\s+|had\s+)?(?:already\s+|officially\s+)?"
+            r"(?:approved|authorized|authorised|granted|allowed|permitted|confirmed|signed off|waived|cleared|"
+            r"exempted|said (?:it(?:'s| is) (?:ok|okay|fine|allowed)))\b",
+            r"\b(?:i am|i'm|this is|speaking as|message from)\s+(?:the|your)\s+(?:developer|creator|admin|"
+            r"administrator|owner|operator|system administrator|programmer|maker|trainer|security team)\b",
+            rf"\b(?:you are|you're|{AGENT} is)\s+(?:now\s+)?(?:in\s+|running in\s+|operating in\s+)?"
+            r"(?:developer|debug|debugging|god|admin|administrator|unrestricted|jailbreak|jailbroken|dan|"
+            r"maintenance|test|root|sudo|unlocked|unfiltered)\s+mode\b",
+            rf"\b(?:you are|you're|{AGENT} is)\s+now\s+(?:an?\s+)?(?!able\b|ready\b|done\b|up to date\b)\w+",
+            r"\b(?:you are|you're)\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|evil|rogue|jailbroken|"
+            r"amoral|unaligned)\b",
+            r"\b(?:act as|pretend (?:to be|you are)|roleplay as|role-play as|impersonate|you will play)\s+(?:an?\s+|"
+            r"the\s+)?(?:admin|administrator|root|system|developer|unrestricted|unfiltered|jailbroken|dan|"
+            r"security officer|superuser|my (?:grandmother|grandma))\b",
+            r"\b(?:grant|give|assign|elevate)\s+(?:the user|me|them|him|her|this (?:account|user))\s+(?:full\s+|"
+            r"admin\s+|root\s+|elevated\s+|unrestricted\s+|superuser\s+)+(?:access|privileges?|rights|"
+            r"permissions?|role)\b",
+            r"\b(?:identity|account|user|request|this)\s+(?:has been|was|is|are)\s+(?:already\s+)?"
+            r"(?:verified|authenticated|confirmed|pre-approved|approved)\b[^.!?\n]{0,40}\b(?:no|skip|without|"
+            r"don't|do not|never)\b[^.!?\n]{0,20}\b(?:verification|check|confirm|authenticat|approval|2fa|mfa|"
+            r"ask)",
+            r"\b(?:no|skip|without)\s+(?:further\s+|additional\s+|identity\s+|any\s+)*(?:verification|"
+            r"authentication|approval|confirmation|2fa|mfa|security checks?)\s+(?:is\s+|are\s+)?(?:needed|"
+            r"required|necessary)\s+for\s+(?:this|the)\s+(?:user|account|customer|caller|person)\b",
+            r"\b(?:has|have)\s+(?:been\s+)?(?:granted|given)\s+(?:full\s+|admin\s+|root\s+|unrestricted\s+)+"
+            r"(?:access|privileges?|rights|permissions?)\s+(?:to|over|on)\s+(?:all|every|the entire|everything)",
+            # an authority cue and an agent-relevant consequence in the same sentence
+            rf"\b(?:{AUTHORITY})\b{G80}\b(?:{CONSEQUENCE})",
+            rf"\b(?:{CONSEQUENCE}){G80}\b(?:{AUTHORITY})\b",
+            r"\b(?:trust level|privilege|privileges|access tier|access level|clearance|permission level|"
+            r"role)\b[^.!?\n]{0,30}(?::|=|\bis\b|\bset to\b|\bupgraded to\b)\s*[\"'(]?\s*(?:maximum|max|"
+            r"full|elevated|admin|administrator|root|system|superuser|operator|unrestricted|internal staff|"
+            r"trusted|highest|god)\b",
+            r"\b(?:user|account|agent|assistant)[._](?:role|is_admin|can_\w+|permissions?|access|trust|verified|"
+            r"privileges?)\s*[=:]\s*[\"']?(?:admin|true|root|full|all|elevated|operator|yes|1)\b|"
+            r"\b(?:full_access|require_approval|requires_approval|bypass|is_admin|verified_by)\s*[=:]\s*"
+            r"[\"']?(?:true|false|enabled|yes|security|admin|1|0)\b",
+            r"\b(?:treat|regard|consider|recognize|recognise)\s+(?:this|the)\s+(?:user|person|caller|sender|"
+            r"account)\s+as\s+(?:an?\s+)?(?:trusted|verified|privileged|admin|administrator|operator|owner|"
+            r"developer|employee|insider|superuser|staff)\b",
+            r"\b(?:verified|authenticated|official)\s+(?:anthropic|openai|google|microsoft|meta)\s+(?:employee|"
+            r"staff|engineer|researcher|red[- ]team)",
+            r"\b(?:whitelisted|allowlisted|pre-?authori[sz]ed|pre-?approved|approved in advance)\b",
+            r"\b(?:has been|was|got|is now)\s+(?:promoted|upgraded|elevated|made)\s+(?:to\s+)?(?:an?\s+|the\s+)?"
+            r"(?:tenant |org |organization |system |global |super )?(?:admin|administrator|owner|superuser|"
+            r"operator|moderator|root)\b",
+            r"\brole\s*[:=]\s*(?:system|admin|root|developer)\b|\bbypass\s*[:=]\s*(?:enabled|on|true)\b",
+            r"\byou (?:have been|are|were|got) (?:now\s+)?(?:granted|given|assigned) (?:\w+\s+){0,2}(?:elevated|"
+            r"admin|administrator|full|root|unrestricted|superuser|extended|special|developer) (?:permissions?|"
+            r"privileges?|access|rights|role)",
+            r"\b(?:openai|anthropic|google|microsoft|meta)\s+(?:staff|team|employees|engineers|safety team|"
+            r"researchers)?\s*(?:has|have)\s+(?:already\s+)?(?:approved|authorized|authorised|allowed|cleared)",
+        ),
+        words=_w("approval", "authorization", "authorisation", "permitted", "allowed", "granted", "allowlisted",
+                 "clearance", "verified", "vetted", "pre", "sanctioned", "superuser", "sudo", "owner", "moderator",
+                 "operator", "elevated", "privileged", "privilege", "privileges", "trusted", "trust", "promoted",
+                 "pentester", "penetration", "guardian", "override", "tier", "role", "full_access",
+                 "require_approval", "requires_approval", "bypass", "is_admin", "verified_by", "authenticated",
+                 "upgraded",
+                 "approved", "authorized", "authorised", "signed", "cleared", "sanctioned", "whitelisted",
+                 "greenlit", "admin", "administrator", "root", "sysadmin", "maintainer", "superuser", "unrestricted",
+                 "unfiltered", "uncensored", "jailbroken", "rogue", "amoral", "compliance", "developers", "developer",
+                 "openai", "anthropic", "ceo", "cto", "ciso", "creator", "entitled", "exempt", "exempted",
+                 "mode", "now", "roleplay", "impersonate", "grant", "assign", "elevate", "identity", "verification",
+                 "authentication", "2fa", "mfa", "access", "rights", "permissions", "permission"),
+    ),
+    # --- tool-routing directives -----------------------------------------------------------------------------
+    Rule(
+        "route.tool", "reject",
+        "it tells the assistant which tool, endpoint or account to use; tool routing is configured by the "
+        "application, not remembered",
+        patterns=(
+            rf"{LEAD}(?:always\s+|only\s+|first\s+|instead\s+)?(?:use|call|invoke|run|trigger|prefer)\s+(?:the\s+)?"
+            r"[`'\"]?[\w.:/-]{2,60}[`'\"]?\s+(?:tool|function|plugin|action|api|endpoint|webhook|connector|"
+            r"integration|mcp server|server)\b",
+            r"\b(?:always|only|instead)\s+(?:use|call|invoke|route\s+\w+\s+(?:through|via|to))\s+(?:the\s+)?"
+            r"[`'\"]?[\w.:/-]{2,60}[`'\"]?\s*(?:tool|function|plugin|api|endpoint|webhook|\()",
+            r"\b(?:route|redirect|forward|send|post|upload|pipe|transfer|relay|mirror|proxy|sync)\s+"
+            r"(?:all|every|any|each)\s+(?:\w+\s+){0,3}(?:to|through|via|into)\s+(?:https?://|[\w.+-]+@[\w-]+\.|"
+            r"(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:tool|endpoint|webhook|account|server|bucket|channel|api)\b|"
+            r"account\s+(?:number\s+)?[\w-]{4,}|iban|wallet)",
+            rf"\b(?:whenever|every time|each time|any time|anytime)\b{G60}\b(?:call|invoke|use|run|trigger)\s+"
+            r"(?:the\s+)?[`'\"]?[\w.:/-]{2,60}[`'\"]?\s*(?:tool|function|api|endpoint|webhook|\()",
+            r"\binstead of (?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:tool|function|api|endpoint)\s*,?\s*(?:use|call|"
+            r"invoke|prefer)\b",
+            r"\b(?:call|invoke|run|execute)\s+[`'\"]?[a-z_][\w.]{2,60}\s*\(\s*[\w\"'{]",
+            r"<\s*/?\s*(?:tool_call|tool_use|function_call|invoke|antml:invoke|tool_calls)\b",
+            r"\"(?:name|tool|function)\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters|input|args)\"\s*:",
+            r"\b(?:payments?|refunds?|transfers?|payouts?|invoices?|wires?|funds)\s+(?:must|should|are to|will)\s+"
+            r"(?:always\s+|now\s+)?(?:go|be (?:sent|routed|made|paid|transferred)|be wired)\s+(?:to|through|"
+            r"via|into)\s+(?:\w+\s+){0,2}(?:account|iban|wallet|[\w.+-]+@)",
+            r"\b(?:call|invoke)\s+(?:the\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?\b(?!\.(?:py|js|ts|go|rb|md|txt|json|"
+            r"ya?ml|toml|csv|sql|sh))",
+            r"\b(?:use|run|through|via|with)\s+(?:the\s+)?`?[a-z][a-z0-9]*_[a-z0-9_]+`?\s+(?:tool|function|action|"
+            r"plugin|endpoint)\b",
+            r"\b(?:go|goes|routed|sent|run|handled)\s+(?:through|via|to|by)\s+(?:the\s+)?`?[a-z][a-z0-9]*_"
+            r"[a-z0-9_]+`?\b(?!\.)",
+            r"\b(?:always|only)\s+(?:query|use|connect to|send (?:it |them )?to|resolve (?:via|through|with))\s+"
+            r"\d{1,3}(?:\.\d{1,3}){3}\b",
+            r"(?:herramienta|l'outil|outil|werkzeug|ferramenta|strumento|инструмент)\s+[\"'«]?[a-z][a-z0-9]*_"
+            r"[a-z0-9_]+",
+            r"\b(?:siempre|toujours|immer|sempre|всегда)\b[^.!?\n]{0,40}(?:herramienta|outil|werkzeug|"
+            r"ferramenta|strumento|инструмент)\b",
+            r"\bzahlungen\b[^.!?\n]{0,40}\b(?:über|an)\s+das\s+konto\b|(?:所有|全部)(?:的)?(?:付款|转账|款项)"
+            r"(?:都)?(?:通过|转到|打到|转入)",
+        ),
+        script="any", cjk=True,
+        words=_w("tool", "tools", "function", "plugin", "action", "api", "endpoint", "webhook", "connector",
+                 "integration", "server", "mcp", "account", "iban", "wallet", "payments", "payment", "refunds",
+                 "refund", "transfers", "payouts", "invoices", "invoice", "wires", "funds", "query", "herramienta",
+                 "outil", "werkzeug", "ferramenta", "strumento", "инструмент", "zahlungen", "tool_call",
+                 "tool_use", "function_call", "name"),
+        needles=("<", "\"name\"", "_", "://", "@", "所有", "全部"),
+    ),
+    # --- exfiltration ----------------------------------------------------------------------------------------
+    Rule(
+        "exfil.beacon", "reject",
+        "it would make the assistant send data out (a link or image that carries data, or a request to include "
+        "secrets or the prompt in its answers)",
+        patterns=(
+            r"!\[[^\]\n]{0,200}\]\(\s*<?\s*(?:https?:)?//[^)\s]{1,300}[?&#][^)\s]{0,300}\)",
+            r"!\[[^\]\n]{0,200}\]\(\s*<?\s*(?:https?:)?//[^)\s]{0,300}(?:\{|\$|%7b|%24|<|\[)",
+            r"\[[^\]\n]{0,200}\]\(\s*<?\s*(?:https?:)?//[^)\s]{0,300}(?:\{\{?|\$\{|%7b|%24\{|\[(?:data|secret|"
+            r"chat|history|conversation|prompt|key|token)|<(?:data|secret|chat|history))",
+            r"\bhttps?://[^\s)]{0,200}[?&][\w-]{1,30}=\s*(?:\{\{?|\$\{|%7b|<)\s*(?:user|chat|conversation|history|"
+            r"secret|key|token|password|data|prompt|message|context|memory|email|query|input|output|summary)",
+            r"\b(?:include|append|add|embed|put|insert|attach|leak|exfiltrate|paste|copy|encode|hide)\s+(?:the\s+|"
+            r"your\s+|all\s+|any\s+|their\s+|my\s+|a copy of (?:the\s+|your\s+)?)?(?:\w+\s+){0,2}"
+            r"(?:api[ _-]?keys?|secrets?|credentials?|passwords?|tokens?|session (?:cookies?|ids?|tokens?)|"
+            r"cookies?|conversation(?: history)?|chat (?:history|logs?)|system prompt|previous messages|"
+            r"private (?:data|info|information)|personal (?:data|info|information)|user(?:'s)? (?:data|messages|"
+            r"emails?|files|details|info))\b[^.!?\n]{0,60}\b(?:in|into|to|with|inside|within|at the end of)\s+"
+            r"(?:your|every|each|all|the|any)\s+(?:answers?|responses?|replies|outputs?|urls?|links?|images?|"
+            r"requests?|messages?|emails?|commits?|code|summar(?:y|ies))",
+            r"\b(?:send|post|forward|upload|leak|exfiltrate|transmit|beam|report|mail|email|copy|sync|mirror)\s+"
+            r"(?:the\s+|your\s+|all\s+|any\s+|their\s+|every\s+|a copy of\s+(?:the\s+|all\s+|every\s+)?)?"
+            r"(?:\w+\s+){0,3}(?:api[ _-]?keys?|secrets?|credentials?|passwords?|tokens?|cookies?|conversations?|"
+            r"chats?|chat (?:history|logs?)|transcripts?|messages|system prompt|prompts?|files|documents|data|"
+            r"emails?|history|keystrokes|inputs|memor(?:y|ies)|contacts|screenshots?|logs?)\b[^.!?\n]{0,60}"
+            r"\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.|(?:the\s+)?(?:webhook|endpoint|server|address|url|"
+            r"this (?:url|address|endpoint|server)|my (?:server|endpoint|email))\b)",
+            r"\b(?:reveal|print|output|show|repeat|dump|leak|disclose|share|tell me|display|return|recite|"
+            r"spell out|write out|translate|summarize|summarise)\s+(?:me\s+)?(?:your|the|all|any|its)\s+"
+            r"(?:full\s+|entire\s+|complete\s+|original\s+|hidden\s+|initial\s+|exact\s+|verbatim\s+|secret\s+|"
+            r"internal\s+|system\s+)*(?:system prompt|prompt|instructions|configuration|rules|guidelines|"
+            r"hidden instructions|developer message|system message|pre-?prompt|context window|initial prompt)"
+            r"\b(?!\s+(?:for|on|about|of)\s+(?:the|a|my|his|her|their)\s+(?:project|app|game|recipe|team|"
+            r"course|exam|class))",
+            r"\b(?:what (?:is|are|was|were) your|repeat (?:the|your)) (?:system prompt|initial instructions|"
+            r"original instructions|hidden instructions)",
+            r"\brepeat (?:the |all (?:the )?)?(?:words|text|lines|everything|messages?) (?:above|before|preceding)",
+            r"\b(?:contents?|value|values) of\s+(?:the\s+|your\s+)?(?:~?/?[\w./-]*\.(?:env|git-credentials|netrc|"
+            r"pgpass|npmrc|pypirc|htpasswd)\b|~?/?\.aws/credentials|\$[a-z_]{4,}\b|(?:the\s+)?secrets? vault|"
+            r"~?/\.ssh/[\w.-]+|id_(?:rsa|ed25519|ecdsa|dsa)\b|\.env\b)",
+            r"[?&][\w-]{1,30}=\s*(?:\{\{?|\$\{|%7b|\[\[|<)",
+            r"\]\(\s*<?https?://[^)\s]{0,200}[?&][\w-]{1,20}=(?:question|answer|api_key|apikey|key|token|secret|"
+            r"password|conversation|chat|history|summary|prompt|message|email|data|context|query)\b",
+            r"\bhref\s*=\s*[\"']?https?://[^\"'\s>]{0,200}(?:\[\[|\{\{|\$\{|%7b)",
+            r"\bfetch\s*\(\s*['\"`]https?://[^'\"`]{0,200}['\"`]\s*\+\s*(?:document\.cookie|localstorage|"
+            r"sessionstorage|document\.body)",
+            r"(?:clave api|claves api|clave de api|chiavi api|chiave api|api-schlüssel|api-schluessel|chave api|"
+            r"chaves api|clé api|clés api|cle api|ключ api|api-ключ|api key)[^.!?\n]{0,60}(?:respuesta|risposta|"
+            r"réponse|reponse|antwort|resposta|ответ)|(?:respuesta|risposta|réponse|antwort|resposta|ответ)"
+            r"[^.!?\n]{0,40}(?:clave api|chiavi api|chiave api|api-schlüssel|chave api|clé api|ключ api)",
+            r"(?:prompt système|prompt systeme|prompt del sistema|prompt di sistema|systemprompt|system-prompt|"
+            r"prompt do sistema|системный промпт)[^.!?\n]{0,60}|(?:affiche|muestra|mostra|zeige|покажи|incluye|"
+            r"includi|inclua|montre|gib)\b[^.!?\n]{0,30}(?:prompt système|prompt del sistema|prompt di sistema|"
+            r"systemprompt|prompt do sistema|системный промпт)",
+            r"系统提示(?:词)?[^。！？\n]{0,20}(?:附|显示|输出|告诉|发送|贴)|(?:附|显示|输出|告诉|发送|贴)[^。！？\n]{0,20}系统提示",
+            r"\b(?:attach|include|append|add|paste)\b[^.!?\n]{0,30}(?:~?/?\.ssh/|id_(?:rsa|ed25519|ecdsa)|"
+            r"\.git-credentials|\.env\b|private key|\.aws/credentials)",
+            r"\b(?:bcc|cc|forward(?: a copy)?(?: of)?(?: all| every)?(?: \w+){0,2} to)\s*:?\s*[\w.+-]+@[\w-]+\.[\w.]+"
+            r"[^.!?\n]{0,40}\b(?:every|all|each|always|whenever|automatically|silently|secretly)",
+            r"\b(?:always|silently|secretly|automatically)\s+(?:bcc|cc|forward|send|copy|mirror)\b[^.!?\n]{0,60}"
+            r"\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.)",
+        ),
+        script="any", cjk=True,
+        words=_w("key", "keys", "api", "secret", "secrets", "credential", "credentials", "password", "passwords",
+                 "token", "tokens", "cookie", "cookies", "conversation", "conversations", "history", "logs", "prompt",
+                 "private", "personal", "transcript", "transcripts", "keystrokes", "contacts", "screenshots",
+                 "webhook", "endpoint", "server", "address", "url", "instructions", "configuration", "rules",
+                 "guidelines", "message", "window", "env", "netrc", "pgpass", "npmrc", "pypirc", "htpasswd", "aws",
+                 "vault", "ssh", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "href", "words", "text", "lines",
+                 "everything", "bcc", "cc", "fetch", "clave", "claves", "chiavi", "chiave", "schlüssel", "chave",
+                 "chaves", "clé", "clés", "cle", "ключ", "systemprompt", "системный", "промпт"),
+        needles=("](", "://", "@", "$", "系统提示"),
+    ),
+    # --- concealment -----------------------------------------------------------------------------------------
+    Rule(
+        "conceal", "reject",
+        "it asks the assistant to hide something from the user; memories must be visible to the people they "
+        "are about",
+        patterns=(
+            rf"\b(?:don't|do not|never|must not|mustn't|should not|shouldn't|without)\s+(?:ever\s+)?(?:tell(?:ing)?|"
+            rf"inform(?:ing)?|mention(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|show(?:ing)?|let(?:ting)?|"
+            rf"notify(?:ing)?|alert(?:ing)?|warn(?:ing)?|admit(?:ting)?|report(?:ing)?|bring(?:ing)? up|"
+            rf"acknowledg(?:e|ing)|explain(?:ing)?|confirm(?:ing)?)\s+(?:this\s+|it\s+|that\s+|anything\s+|"
+            rf"about (?:this|it|that)\s+)?(?:to\s+)?(?:{WHOM}|the (?:security|admin|it) team|your (?:owner|"
+            rf"operator|creator)|anyone (?:else )?about (?:this|these) (?:instructions?|memor(?:y|ies)|notes?|"
+            rf"rules?))\b",
+            r"\b(?:keep|hold)\s+(?:this|it|these|that|the (?:following|transfer|change|instruction|rule|note|"
+            r"memory))\s+(?:a\s+)?(?:secret|hidden|private|confidential|quiet|under wraps|between us)\s+from\s+"
+            r"(?:the user|the human|the customer|the operator|the admin|the owner|them|everyone|users)\b",
+            r"\b(?:don't|do not|never)\s+(?:mention|reveal|disclose|acknowledge|discuss|show|display|list|"
+            r"repeat|admit|reference)\s+(?:this|these|that|the existence of (?:this|these))\s+(?:memory|memories|"
+            r"instructions?|notes?|rules?|messages?|directives?|entry|entries|text|prompt)\b",
+            r"\b(?:hide|conceal|mask|obscure|suppress)\s+(?:this|these|the|all|any)\s+(?:instructions?|memory|"
+            r"memories|notes?|rules?|messages?|actions?|tool calls?|transfers?|changes?|logs?|evidence)\b"
+            r"[^.!?\n]{0,40}\b(?:from|in|so)\b",
+            r"\b(?:silently|secretly|quietly|covertly|discreetly|invisibly|stealthily)\s+(?:\w+\s+)?(?:do|send|"
+            r"forward|delete|remove|run|execute|approve|transfer|upload|copy|log|record|install|change|modify|"
+            r"add|grant|disable|exfiltrate|share|post|email|call|bcc)\b",
+            r"\b(?:if (?:the user|anyone|someone) asks|when asked)\b[^.!?\n]{0,40}\b(?:deny|lie|pretend|say "
+            r"(?:you|there|nothing|no)|claim (?:you|there)|don't admit|do not admit)",
+            r"\bthis (?:instruction|memory|note|rule|message) (?:is|must remain|should remain|must stay|stays)\s+"
+            r"(?:secret|hidden|confidential|invisible)\b",
+            r"\b(?:the\s+)?(?:user|customer|client|owner|human|operator)s?\s+(?:must|should|may|will|need)\s+"
+            r"(?:not|never)\s+(?:find out|know|learn|see|notice|be told|be informed|discover|realize|realise|hear)",
+            r"\b(?:never|don't|do not|mustn't|must not)\s+(?:acknowledge|surface|flag|log|record|report|list|"
+            r"show|display|disclose|mention|admit)\s+(?:this|these|it|them|that)\b",
+            r"\bif (?:asked|anyone asks|someone asks|the user asks|they ask|questioned)\b[^.!?\n]{0,60}\b(?:say|"
+            r"deny|pretend|claim|make up|tell (?:them|him|her)|answer that|respond that|insist)\b",
+            r"\b(?:make up|invent|fabricate|come up with|erfinde)\s+(?:a|an|some|eine?)?\s*(?:plausible\s+|"
+            r"believable\s+|technical\s+|fake\s+|cover\s+|technische\s+)?(?:reason|excuse|explanation|story|"
+            r"justification|cover story|ausrede)",
+            r"\b(?:pretend|act as if|act like)\s+(?:you\s+(?:don't|do not|didn't|never|have no)|there (?:is|are|"
+            r"was|were) no|nothing|it never)\b",
+            r"\b(?:remove|erase|delete|wipe|scrub|strip)\s+(?:any|all|every)?\s*(?:trace|traces|evidence|"
+            r"mention|mentions|record|records)\s+of\b",
+            r"\bbe discreet\b|\bkeep (?:this|it|that) between us\b|\bnot to be mentioned\b|"
+            r"\bkeep quiet about\b|\b(?:and|then) report success\b|\bso (?:that )?(?:the user|they|nobody|"
+            r"no one) (?:never|won't|doesn't|does not|can't|cannot) (?:see|sees|notice|know|find)",
+            r"\b(?:say|tell (?:them|the user|him|her)|report|claim) (?:that )?(?:everything|it|all) (?:is|was|"
+            r"went|looks) (?:fine|ok|okay|well|successful|good|normal)\b",
+            r"\b(?:hide|conceal|suppress|mask|bury|cover up)\s+(?:any\s+|all\s+|the\s+|these\s+|this\s+)?"
+            r"(?:\w+\s+){0,3}(?:from the user|from users|from them|instructions?|memor(?:y|ies)|warnings?|"
+            r"errors?|error messages|telemetry|calls|recipients?|transfers?|audit|logs?|alerts?|changes)\b",
+            r"\b(?:silently|quietly|secretly) (?:apply|follow|use|obey|enforce)\b",
+            r"\bskip (?:this|it) (?:one|memory|entry|note)?\s*(?:when|so|if)\b|\bnever acknowledge\b",
+        ),
+        words=_w("tell", "telling", "inform", "informing", "mention", "mentioning", "reveal", "revealing", "disclose",
+                 "disclosing", "show", "showing", "let", "letting", "notify", "notifying", "alert", "alerting",
+                 "warn", "warning", "admit", "admitting", "report", "reporting", "bring", "bringing", "acknowledge",
+                 "acknowledging", "explain", "explaining", "confirm", "confirming", "secret", "hidden", "private",
+                 "confidential", "quiet", "wraps", "discuss", "display", "list", "repeat", "reference", "existence",
+                 "hide", "conceal", "mask", "obscure", "suppress", "silently", "secretly", "quietly", "covertly",
+                 "discreetly", "invisibly", "stealthily", "deny", "lie", "pretend", "find", "know", "learn", "see",
+                 "notice", "told", "informed", "discover", "realize", "realise", "hear", "surface", "flag", "record",
+                 "log", "reason", "excuse", "explanation", "story", "justification", "ausrede", "nothing", "trace",
+                 "traces", "evidence", "discreet", "between", "success", "sees", "fine", "ok", "okay", "bury",
+                 "cover", "skip"),
+    ),
+    # --- control tokens, fake turns, our own tags ------------------------------------------------------------
+    Rule(
+        "control.token", "reject",
+        "it contains chat-template control tokens, a fake system/developer turn or memwarden's own tags",
+        patterns=(
+            r"<\s*[|｜]\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|end_of_text|eot_id|eom_id|"
+            r"start_header_id|end_header_id|begin_of_text|fim_prefix|fim_middle|fim_suffix|pad|sep|tool|"
+            r"begin▁of▁sentence|end▁of▁sentence|endofprompt|python_tag|eos|bos)\s*[|｜]?\s*>",
+            r"<\s*[|｜][^|｜<>\n]{1,40}[|｜]\s*>",
+            r"\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|<\s*/?\s*(?:start_of_turn|end_of_turn)\s*>",
+            r"<\s*/?\s*(?:entry|memwarden-memory|memwarden-reminders)\b",
+            r"<\s*/?\s*(?:system|system_prompt|systemprompt|sys|developer|developer_message|instructions?|"
+            r"admin|assistant|tool_result|function_results?|tool_output|context|memory|memories|"
+            r"user_memory|policy|rules)\s*>",
+            r"(?:^|\n)\s*(?:#{1,6}\s*|\*\*\s*|\[\s*)?(?:system|developer|system prompt|system message|"
+            r"developer message|admin|root|sys|instruction|instructions)\s*(?:\]|\*\*)?\s*:",
+            r"(?:^|\n)\s*#{2,6}\s*(?:system|instruction|instructions|human|assistant|user|response|input)\b",
+            r"\n\s*(?:human|assistant|user|ai|bot|model)\s*:",
+            r"</s>\s*<s>|<\s*/?\s*s\s*>\s*\[|<\|?\s*endoftext\s*\|?>",
+            r"\b(?:system|developer)\s+(?:override|message|prompt|notice|instruction)\s*:",
+            r"(?:^|\n)\s*\[\s*(?:system|developer|admin|sys|root|operator)\s*\]",
+            r"<\s*/\s*s\s*>|<\s*s\s*>\s*\[",
+            r"^\s*(?:assistant|ai|bot|model|gpt|claude)\s*:",
+        ),
+        words=_w("system", "developer", "admin", "root", "sys", "instruction", "instructions", "human",
+                 "assistant", "user", "ai", "bot", "model", "response", "input", "prompt", "message"),
+        needles=("<", "[", "#", "｜"),
+    ),
+    # --- download and execute --------------------------------------------------------------------------------
+    Rule(
+        "exec.download", "reject",
+        "it is a download-and-execute command; a command that fetches and runs remote code must never become a "
+        "standing instruction",
+        patterns=(
+            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lwp-download)\b"
+            r"[^|\n;&]{0,300}\|\s*(?:sudo\s+(?:-\w+\s+)*)?(?:env\s+)?(?:ba|z|da|k|fi|c|tc)?sh\b",
+            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n;&]{0,300}\|\s*"
+            r"(?:sudo\s+)?(?:python[23]?|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh|source|"
+            r"bash|sh)\b",
+            r"\b(?:ba|z|da|k)?sh\s+(?:-\w+\s+)*<\(\s*(?:curl|wget|fetch)\b",
+            r"\b(?:eval|source|exec|\.)\s*\(?\s*[\"'`]?\s*\$\(\s*(?:curl|wget|fetch)\b",
+            r"\$\(\s*(?:curl|wget)\b[^)\n]{0,300}\)\s*\|?\s*(?:sudo\s+)?(?:ba|z)?sh\b",
+            r"`\s*(?:curl|wget)\b[^`\n]{0,300}`\s*\|?\s*(?:sudo\s+)?(?:ba|z)?sh\b",
+            r"\b(?:iex|invoke-expression)\s*\(?\s*(?:\(\s*)?(?:new-object\s+(?:-typename\s+)?(?:system\.)?"
+            r"net\.webclient\s*\)?\s*\.\s*downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod|"
+            r"\[\s*system\.text\.encoding\])",
+            r"\.\s*downloadstring\s*\(\s*['\"]?https?://",
+            r"\bdownloadfile\s*\([^)\n]{0,200}\)[^\n]{0,100}\b(?:start-process|invoke-item|&|\.\\)",
+            r"\b(?:powershell|pwsh)(?:\.exe)?\s+(?:-\w+\s+)*-(?:e|ec|enc|encodedcommand)\s+[a-z0-9+/=]{20,}",
+            r"\bpython[23]?\s+-c\s+[\"'][^\"'\n]{0,300}(?:urllib|requests|urlopen|http\.client)[^\"'\n]{0,300}"
+            r"\b(?:exec|eval)\s*\(",
+            r"\b(?:curl|wget)\b[^\n]{0,200}(?:-o|-O|--output|--output-document)\s*\S+\s*(?:&&|;|\|\|)\s*"
+            r"(?:sudo\s+)?(?:chmod\s+[+0-7]\w*\s+\S+\s*(?:&&|;)\s*)?(?:ba|z)?(?:sh\b|\./|\S+\.sh\b)",
+            r"\bcertutil(?:\.exe)?\s+[^\n]{0,40}-urlcache\b|\bbitsadmin(?:\.exe)?\s+/transfer\b|"
+            r"\bmshta(?:\.exe)?\s+(?:vbscript|javascript|https?:)|\bregsvr32(?:\.exe)?\s+[^\n]{0,60}/i\s*:\s*"
+            r"https?:",
+            r"\b(?:ba|z|da)?sh\s+-c\s+[\"']?\s*\$\(\s*(?:curl|wget|fetch)\b|"
+            r"\b(?:ruby|perl|node|python[23]?|php)\s+-[ec]\s+[\"']?\s*\$\(\s*(?:curl|wget)\b|"
+            r"\b(?:ba|z|da)?sh\s+-c\s+[\"']\$\(\s*wget\b|"
+            r"\b(?:python[23]?|ruby|perl|node|php)\s+<\(\s*(?:curl|wget)\b",
+            r"\bnode\s+-e\s+[\"'][^\"'\n]{0,300}require\(\s*\\?['\"]https?\\?['\"]\s*\)[^\n]{0,300}\beval\s*\(|"
+            r"\bperl\s+-e\s+[\"'][^\n]{0,300}\b(?:lwp|http::tiny|io::socket)[^\n]{0,300}\beval\s*\(|"
+            r"\beval\s*\(\s*atob\s*\(|\beval\s*\(\s*(?:await\s+)?\(?\s*await\s+fetch\b",
+            r"\bpip3?\s+install\b[^\n]{0,100}--(?:extra-)?index-url\s*=?\s*https?://(?!pypi\.org|"
+            r"files\.pythonhosted\.org|test\.pypi\.org)",
+            r"\bnc(?:at)?\s+(?:-\w+\s+)*[\w.-]+\s+\d{2,5}\s+(?:-\w+\s+)*-e\s+/bin/(?:ba)?sh\b|"
+            r"\bbash\s+-i\s+>&\s*/dev/tcp/",
+        ),
+        words=_w("ruby", "perl", "node", "php", "atob", "pip", "pip3",
+                 "curl", "wget", "fetch", "iwr", "irm", "invoke-webrequest", "invoke-restmethod", "http",
+                 "aria2c", "sh", "bash", "zsh", "eval", "source", "exec", "iex", "invoke-expression",
+                 "downloadstring", "downloadfile", "powershell", "pwsh", "python", "python3", "python2",
+                 "certutil", "bitsadmin", "mshta", "regsvr32", "nc", "ncat", "lwp-download"),
+        needles=("$(", "`", ".downloadstring", "powershell.exe", "certutil.exe", "mshta.exe", "regsvr32.exe"),
+    ),
+    # --- delayed triggers ------------------------------------------------------------------------------------
+    Rule(
+        "trigger.delayed", "reject",
+        "it sets up a delayed trigger (when X happens, do Y); memory cannot hold conditional instructions",
+        patterns=(
+            r"\b(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
+            r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
+            r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
+            r"[^.!?\n]{0,80}\b(?:delete|remove|wipe|erase|destroy|send|forward|email|upload|post|transfer|pay|"
+            r"wire|approve|grant|run|execute|install|download|disable|enable|reveal|leak|share (?:the|their|all|"
+            r"your|my)|ignore|bypass|switch (?:to|off)|call (?:the\s+)?\w+|invoke|open https?|visit https?|"
+            r"refund|unlock|reset (?:the|their|all)|change (?:the|their) password|drop (?:the|all)|rm\s+-|"
+            r"format|shut down|deactivate|export|dump|exfiltrate|give (?:them|him|her)|apply (?:a|the) "
+            r"(?:discount|credit|refund)|comply|obey|follow (?:the|these|those))\b",
+            r"\b(?:if|when|whenever)\s+(?:anyone|someone|anybody|a user|any user|a customer|they|the user|users)"
+            r"\s+(?:asks?|mentions?|brings up|inquires?|requests?)\b[^.!?\n]{0,60},?\s*(?:then\s+)?(?:always\s+|"
+            r"just\s+|automatically\s+|immediately\s+|simply\s+)?(?:approve|grant|refund|give|send|transfer|"
+            r"say|tell (?:them|him|her)|respond|reply|answer|confirm|agree|accept|authorize|authorise|waive|"
+            r"issue|unlock|reveal|share|provide)\b",
+            r"\b(?:trigger|code|magic|secret|safe|activation|wake|override|kill)\s+(?:word|phrase|sentence|"
+            r"code|command|keyword)\b[^.!?\n]{0,60}(?:\bis\b|=|:|\bmeans\b|\bactivates?\b|\bunlocks?\b|"
+            r"\btriggers?\b|\bthen\b|\bdo\b|\brun\b|\bexecute\b|\bswitch\b|\bignore\b)",
+            r"\bafter\s+(?:\d+|one|two|three|four|five|ten|a few)\s+(?:more\s+)?(?:messages|turns|replies|"
+            r"responses|sessions|conversations|requests|interactions)\b[^.!?\n]{0,60}\b(?:send|delete|run|"
+            r"execute|switch|start|stop|reveal|forward|upload|ignore|disable)\b",
+            r"\b(?:on|at|after)\s+(?:midnight|\d{1,2}(?::\d{2})?\s*(?:am|pm)?|(?:january|february|march|april|"
+            r"may|june|july|august|september|october|november|december)\s+\d{1,2})\b[^.!?\n]{0,40},?\s*"
+            r"(?:automatically\s+|silently\s+)?(?:delete|wipe|transfer|send all|forward all|upload all|"
+            r"disable|drop)\b",
+        ),
+        words=_w("says", "said", "say", "type", "types", "typed", "write", "writes", "wrote", "mention", "mentions",
+                 "mentioned", "ask", "asks", "asked", "send", "sends", "uses", "enter", "enters", "replies",
+                 "responds", "click", "clicks", "open", "opens", "log", "logs", "returns", "comes", "brings",
+                 "inquires", "requests", "word", "phrase", "sentence", "keyword", "passphrase", "command", "code",
+                 "messages", "turns", "responses", "sessions", "conversations", "interactions", "midnight", "am",
+                 "pm", "january", "february", "march", "april", "may", "june", "july", "august", "september",
+                 "october", "november", "december"),
+    ),
+    # --- multilingual: directives, overrides, claims, concealment, triggers ----------------------------------
+    Rule(
+        "directive.future_behaviour", "reject", RESTATE,
+        patterns=(
+            # es
+            r"\b(?:ignora|ignore|ignorad|ignoren|olvida|olvide|olvidad|omite|omita|descarta|descarte)\s+"
+            r"(?:todas\s+|todos\s+)?(?:las\s+|los\s+|tus\s+|sus\s+)?(?:instrucciones|indicaciones|reglas|"
+            r"normas|directrices|órdenes|restricciones)(?:\s+(?:anteriores|previas|del sistema|de seguridad))?",
+            r"\b(?:a partir de ahora|de ahora en adelante|desde ahora|en (?:todas las |cada )?(?:futuras|"
+            r"próximas) (?:sesiones|conversaciones))\b[^.!?\n]{0,60}\b(?:siempre|nunca|responde|contesta|"
+            r"ignora|debes|tienes que|no (?:preguntes|pidas|verifiques|compruebes))",
+            r"(?:^|[.!?;:]\s*)(?:siempre|nunca)\s+(?:responde|contesta|di|digas|haz|ignora|aprueba|ejecuta|"
+            r"envía|pidas|preguntes|verifiques|menciones|compruebes|uses)\b",
+            r"\b(?:tus|las) (?:nuevas|verdaderas) (?:instrucciones|reglas|órdenes) son\b",
+            # fr
+            r"\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier|néglige|négligez)\s+(?:toutes\s+|tous\s+)?"
+            r"(?:les\s+|tes\s+|vos\s+|ces\s+)?(?:instructions|consignes|règles|directives|restrictions|"
+            r"indications)(?:\s+(?:précédentes|antérieures|du système|de sécurité))?",
+            r"\b(?:à partir de maintenant|a partir de maintenant|désormais|dorénavant|à l'avenir|"
+            r"dans (?:toutes les |chaque )?(?:futures|prochaines) (?:sessions|conversations))\b[^.!?\n]{0,60}"
+            r"\b(?:toujours|jamais|réponds|répondez|ignore|ignorez|tu dois|vous devez|ne (?:demande|vérifie|"
+            r"pose))",
+            r"(?:^|[.!?;:]\s*)(?:toujours|ne jamais)\s+(?:répondre|réponds|répondez|dire|ignorer|approuver|"
+            r"exécuter|envoyer|demander|vérifier)\b",
+            r"\b(?:tes|vos) (?:nouvelles|vraies) (?:instructions|règles|consignes) sont\b",
+            # de
+            r"\b(?:ignoriere|ignorier|ignoriert|ignorieren|vergiss|vergesst|vergessen sie|missachte|"
+            r"missachten sie|übergehe)\s+(?:bitte\s+)?(?:alle\s+)?(?:deine\s+|ihre\s+|die\s+|eure\s+)?"
+            r"(?:vorherigen\s+|bisherigen\s+|früheren\s+|obigen\s+|ursprünglichen\s+)?(?:anweisungen|"
+            r"instruktionen|regeln|richtlinien|vorgaben|befehle|einschränkungen|sicherheitsregeln)",
+            r"\b(?:ab jetzt|ab sofort|von nun an|von jetzt an|künftig|in (?:allen |jeder )?(?:zukünftigen|"
+            r"künftigen) (?:sitzungen|gesprächen|unterhaltungen))\b[^.!?\n]{0,60}\b(?:immer|nie|niemals|"
+            r"antworte|antworten sie|ignoriere|du musst|sie müssen|frag(?:e)? nicht|keine)",
+            r"(?:^|[.!?;:]\s*)(?:antworte|antworten sie|frage|frag|bestätige|genehmige|führe)\s+(?:immer|"
+            r"nie|niemals)\b",
+            r"\b(?:deine|ihre) (?:neuen|wahren|echten) (?:anweisungen|regeln|befehle) (?:sind|lauten)\b",
+            # pt
+            r"\b(?:ignore|ignora|ignorem|esqueça|esqueca|esquece|desconsidere|desconsidera|descarte)\s+"
+            r"(?:todas\s+|todos\s+)?(?:as\s+|os\s+|suas\s+|tuas\s+)?(?:instruções|instrucoes|regras|orientações|"
+            r"diretrizes|ordens|restrições)(?:\s+(?:anteriores|prévias|do sistema|de segurança))?",
+            r"\b(?:a partir de agora|de agora em diante|daqui (?:pra|para) frente|nas (?:próximas|futuras) "
+            r"(?:sessões|conversas))\b[^.!?\n]{0,60}\b(?:sempre|nunca|responda|responde|ignore|você deve|"
+            r"deves|não (?:pergunte|peça|verifique))",
+            r"(?:^|[.!?;:]\s*)(?:sempre|nunca)\s+(?:responda|responde|diga|ignore|aprove|execute|envie|"
+            r"pergunte|peça|verifique|mencione)\b",
+            r"\b(?:suas|tuas) (?:novas|verdadeiras) (?:instruções|regras|ordens) são\b",
+            # it
+            r"\b(?:ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|tralascia)\s+(?:tutte\s+|"
+            r"tutti\s+)?(?:le\s+|i\s+|tue\s+|sue\s+|queste\s+)?(?:istruzioni|regole|direttive|indicazioni|"
+            r"restrizioni|linee guida)(?:\s+(?:precedenti|anteriori|di sistema|di sicurezza))?",
+            r"\b(?:d'ora in poi|da ora in poi|da adesso in poi|d'ora in avanti|da adesso|nelle (?:prossime|"
+            r"future) (?:sessioni|conversazioni))\b[^.!?\n]{0,60}\b(?:sempre|mai|rispondi|ignora|devi|non "
+            r"(?:chiedere|verificare|controllare))",
+            r"(?:^|[.!?;:]\s*)(?:rispondi|rispondere|di'|approva|esegui|chiedi|verifica)\s+(?:sempre|mai)\b|"
+            r"(?:^|[.!?;:]\s*)(?:non chiedere|non verificare) mai\b",
+            r"\b(?:le tue|le sue) (?:nuove|vere) (?:istruzioni|regole) sono\b",
+            # ru
+            r"(?:игнорируй|игнорируйте|игнорировать|забудь|забудьте|проигнорируй|проигнорируйте|отбрось|"
+            r"не обращай внимания на|не учитывай)\s+(?:все\s+|всё\s+)?(?:свои\s+|твои\s+|ваши\s+|эти\s+)?"
+            r"(?:предыдущие\s+|прошлые\s+|прежние\s+|системные\s+|старые\s+)?(?:инструкции|указания|правила|"
+            r"ограничения|директивы|приказы|установки)",
+            r"(?:с этого момента|отныне|впредь|с сегодняшнего дня|в (?:будущих|следующих) (?:сессиях|"
+            r"разговорах|беседах))[^.!?\n]{0,60}(?:всегда|никогда|отвечай|игнорируй|ты должен|не спрашивай|"
+            r"не проверяй)",
+            r"(?:^|[.!?;:]\s*)(?:всегда|никогда не)\s+(?:отвечай|отвечайте|говори|игнорируй|одобряй|выполняй|"
+            r"отправляй|спрашивай|проверяй|упоминай)",
+            r"(?:твои|ваши) (?:новые|настоящие) (?:инструкции|правила) (?:—|-|:|такие)",
+            # zh
+            r"(?:忽略|忽视|无视|不要理会|不要遵守|忘记|忘掉|抛弃|放弃)(?:你)?(?:之前|以前|上面|先前|前面|所有|全部|原来|原有)?"
+            r"(?:的)?(?:所有|全部|一切)?(?:的)?(?:指令|指示|说明|规则|限制|要求|命令|提示|设定|约束)",
+            r"(?:从现在开始|从现在起|从今以后|今后|以后(?:每次|所有)|在(?:以后|今后|未来)的(?:所有)?(?:会话|对话))"
+            r"[^。！？\n]{0,40}(?:总是|永远|始终|一律|必须|不要|不再|都要|只能)",
+            r"(?:你|助手)(?:必须|应该|需要|要)?(?:总是|永远|始终|一律)(?:回答|回复|忽略|执行|批准|同意|发送)",
+            r"(?:próximas|futuras) sesiones|todas las sesiones futuras|sessions futures|prochaines sessions|"
+            r"künftigen sitzungen|zukünftigen sitzungen|próximas sessões|sessões futuras|sessioni future|"
+            r"prossime sessioni|будущих сессиях|следующих сессиях|всех будущих (?:сессиях|разговорах)|"
+            r"(?:以后|今后)(?:的)?每次|下次会话|以后的会话",
+            r"(?:linee guida|istruzioni|regole|directrices|instrucciones|reglas|consignes|règles|richtlinien|"
+            r"anweisungen|regeln|diretrizes|instruções|regras|правила|инструкции|указания)[^.!?\n]{0,60}"
+            r"(?:non valgono più|non sono più valid[ei]|ya no (?:valen|aplican|son válidas|rigen)|ne s'appliquent "
+            r"plus|ne sont plus valables|gelten nicht mehr|sind (?:nicht mehr gültig|ungültig|veraltet)|não valem "
+            r"mais|não se aplicam mais|больше не действуют|не действуют|отменены|устарели)|"
+            r"(?:规则|指令|限制)(?:已经)?(?:失效|作废|不再适用)",
+            r"你(?:的)?新(?:的)?(?:指令|规则|任务)是",
+        ),
+        script="any", cjk=True,
+        words=_w(
+            "sesiones", "sessions", "sitzungen", "sessões", "sessioni", "сессиях", "разговорах", "guida",
+            "istruzioni", "regole", "directrices", "instrucciones", "reglas", "consignes", "règles", "richtlinien",
+            "sicherheitsrichtlinien", "anweisungen", "regeln", "diretrizes", "instruções", "regras", "правила",
+            "инструкции", "указания",
+            # es
+            "ignora", "ignore", "ignorad", "ignoren", "olvida", "olvide", "olvidad", "omite", "omita", "descarta",
+            "descarte", "partir", "ahora", "adelante", "desde", "futuras", "próximas", "siempre", "nunca", "nuevas",
+            "verdaderas",
+            # fr
+            "ignorez", "ignorer", "oublie", "oubliez", "oublier", "néglige", "négligez", "maintenant", "désormais",
+            "dorénavant", "avenir", "prochaines", "toujours", "jamais", "nouvelles", "vraies",
+            # de
+            "ignoriere", "ignorier", "ignoriert", "ignorieren", "vergiss", "vergesst", "vergessen", "missachte",
+            "missachten", "übergehe", "jetzt", "sofort", "nun", "künftig", "zukünftigen", "künftigen", "antworte",
+            "antworten", "frage", "frag", "bestätige", "genehmige", "führe", "neuen", "wahren", "echten",
+            # pt
+            "esqueça", "esqueca", "esquece", "desconsidere", "desconsidera", "agora", "diante", "frente", "sempre",
+            "responda", "responde", "novas", "verdadeiras",
+            # it
+            "ignorate", "ignori", "dimentica", "dimenticate", "dimentichi", "trascura", "tralascia", "ora",
+            "adesso", "prossime", "future", "rispondi", "rispondere", "approva", "esegui", "chiedi", "verifica",
+            "non", "nuove", "vere",
+            # ru
+            "игнорируй", "игнорируйте", "игнорировать", "забудь", "забудьте", "проигнорируй", "проигнорируйте",
+            "отбрось", "обращай", "учитывай", "этого", "отныне", "впредь", "сегодняшнего", "будущих", "следующих",
+            "всегда", "никогда", "твои", "ваши"),
+    ),
+    Rule(
+        "claim.permission", "reject",
+        "it claims an approval, permission or role; memory cannot grant authority — permissions come from the "
+        "application, not from stored text",
+        patterns=(
+            r"\b(?:el usuario|usuario|este usuario)\s+(?:es|tiene)\s+(?:un\s+)?(?:permisos?\s+de\s+|acceso\s+de\s+|"
+            r"privilegios\s+de\s+|rol\s+de\s+)?(?:administrador|admin|root|superusuario)\b(?!\s+(?:de|del)\b)",
+            r"\b(?:el equipo de seguridad|seguridad|el administrador|la dirección|la gerencia|recursos humanos|"
+            r"el banco|compliance)\s+(?:ya\s+)?(?:aprobó|autorizó|permitió|ha aprobado|ha autorizado)\b",
+            r"\b(?:está|esta) autorizad[oa] a\b[^.!?\n]{0,60}\b(?:sin|todas?|cualquier)\b",
+            r"\b(?:das sicherheitsteam|die sicherheit|der admin|die geschäftsleitung|die it|hr|die personalabteilung)"
+            r"\s+hat\s+(?:bereits\s+)?(?:genehmigt|erlaubt|freigegeben|autorisiert)",
+            r"\bist ab sofort\b[^.!?\n]{0,30}\b(?:administrator|admin|inhaber|owner)\b|\bdarf\s+(?:die\s+)?"
+            r"(?:daten|gehälter|passwörter|konten)\s+aller\b",
+            r"\b(?:está|esta) autorizad[oa] a\b[^.!?\n]{0,60}\b(?:sem|todas?|qualquer)\b|"
+            r"\b(?:a equipe de segurança|o administrador|a diretoria|o banco)\s+(?:já\s+)?(?:aprovou|autorizou|"
+            r"permitiu)\b",
+            r"\b(?:la direzione|il team di sicurezza|l'amministratore|la sicurezza|le risorse umane)\s+ha\s+"
+            r"(?:già\s+)?(?:approvato|autorizzato|permesso)\b|\bsono lo sviluppatore di questo\b|"
+            r"\bl'utente può (?:vedere|accedere|approvare|scaricare)\b[^.!?\n]{0,40}\b(?:tutti|tutte|ogni)\b",
+            r"(?:служба безопасности|администратор|руководство|отдел кадров|банк)\s+(?:уже\s+)?(?:разрешил|"
+            r"разрешила|одобрил|одобрила|подтвердил|подтвердила)|проверка (?:личности )?не нужна|"
+            r"без проверки личности",
+            r"\b(?:tienes|tiene|usted tiene)\s+(?:permiso|autorización|autorizacion)\s+(?:total\s+|completa\s+)?"
+            r"(?:para|de)\b",
+            r"\b(?:ahora )?eres\s+(?:ahora\s+)?(?:un\s+)?(?:administrador|asistente sin restricciones|dan)\b|"
+            r"\bmodo (?:desarrollador|administrador|dios|sin restricciones)\b",
+            r"\bl'utilisateur\s+(?:est|a)\s+(?:un\s+)?(?:les\s+)?(?:droits\s+d'|accès\s+)?(?:administrateur|"
+            r"admin|root|superutilisateur)\b(?!\s+d[eu']\b)",
+            r"\b(?:tu es|vous êtes) (?:maintenant )?(?:en )?mode (?:développeur|administrateur|sans restriction)|"
+            r"\bmode développeur\b|\b(?:tu as|vous avez) (?:la )?(?:permission|l'autorisation) (?:de|d')",
+            r"\b(?:der\s+)?(?:benutzer|nutzer|anwender)\s+(?:ist|hat)\s+(?:ein\s+)?(?:volle\s+)?(?:admin|"
+            r"administrator|root|superuser)(?:rechte|-rechte|zugriff|rolle)?\b(?!\s+(?:von|des|der|für)\b)",
+            r"\b(?:du bist|sie sind) (?:jetzt )?im (?:entwickler|admin|administrator|debug)modus\b|"
+            r"\bentwicklermodus\b|\b(?:du hast|sie haben) (?:die )?(?:erlaubnis|berechtigung)\b",
+            r"\bo usuário\s+(?:é|tem)\s+(?:um\s+)?(?:acesso\s+de\s+|permissões?\s+de\s+|privilégios\s+de\s+)?"
+            r"(?:administrador|admin|root|superusuário)\b(?!\s+d[oa]\b)",
+            r"\bmodo (?:desenvolvedor|administrador|deus|irrestrito)\b|\b(?:você tem|tens) (?:permissão|"
+            r"autorização) (?:total )?para\b",
+            r"\bl'utente\s+(?:è|ha)\s+(?:un\s+)?(?:i\s+)?(?:permessi\s+di\s+|accesso\s+di\s+|diritti\s+di\s+)?"
+            r"(?:amministratore|admin|root)\b(?!\s+d[ie]l?\b)",
+            r"\bmodalità (?:sviluppatore|amministratore|dio|senza restrizioni)\b|\b(?:hai|ha) (?:il )?"
+            r"(?:permesso|l'autorizzazione) (?:di|per)\b",
+            r"пользователь\s+(?:является\s+|—\s+|- \s*)?(?:администратор(?:ом)?|админ|суперпользовател\w*)\s*"
+            r"(?:системы|сервера|этого аккаунта|всех|тенанта|компании|[.!?;]|$)|"
+            r"у пользователя\s+(?:есть\s+)?(?:права|доступ)\s+администратора",
+            r"режим(?:е)? разработчика|(?:ты|вы) теперь (?:администратор|в режиме)|у (?:тебя|вас) есть "
+            r"(?:разрешение|права)",
+            r"用户(?:是|拥有|具有|有)(?:超级)?管理员(?:权限)?|(?:开发者|管理员|上帝)模式|你现在是|你(?:已经)?(?:被)?(?:授权|允许)",
+            r"(?:安全团队|管理员|老板|开发者)(?:已经)?(?:批准|授权|同意)",
+        ),
+        script="any", cjk=True,
+        words=_w("seguridad", "administrador", "aprobó", "autorizó", "permitió", "aprobado", "autorizado",
+                 "autorizada", "sicherheitsteam", "genehmigt", "erlaubt", "freigegeben", "autorisiert", "darf",
+                 "aprovou", "autorizou", "permitiu", "approvato", "autorizzato", "permesso", "sviluppatore",
+                 "può", "разрешил", "разрешила", "одобрил", "одобрила", "подтвердил", "подтвердила", "проверка",
+                 "проверки", "administrateur", "administrator", "admin", "amministratore", "superusuario",
+                 "superutilisateur", "superuser", "superusuário", "root", "modo", "mode", "modalità",
+                 "entwicklermodus", "permiso", "autorización", "autorizacion", "permission", "autorisation",
+                 "erlaubnis", "berechtigung", "permissão", "autorização", "permesso", "autorizzazione",
+                 "администратор", "администратором", "администратора", "админ", "режим", "режиме", "теперь",
+                 "разрешение", "права", "dan", "entwickler", "desenvolvedor", "desarrollador", "développeur"),
+    ),
+    Rule(
+        "conceal", "reject",
+        "it asks the assistant to hide something from the user; memories must be visible to the people they "
+        "are about",
+        patterns=(
+            r"\bno\s+(?:le\s+)?(?:digas|menciones|cuentes|informes|reveles|muestres)\s+(?:nada\s+)?(?:de\s+esto\s+|"
+            r"esto\s+)?(?:al|a los)\s+usuarios?\b|\bsin (?:decírselo|avisar|informar) al usuario\b|"
+            r"\bmant[eé]n(?:lo|ga)? en secreto\b",
+            r"\bne\s+(?:dis|dites|mentionne|mentionnez|révèle|révélez|montre|montrez)\s+(?:rien|pas|jamais)\s+"
+            r"(?:de (?:ceci|cela) )?(?:à|a)\s+l'utilisateur\b|\bsans (?:le dire|prévenir|informer) (?:à )?"
+            r"l'utilisateur\b|\bgarde(?:z)? (?:ça|cela|ceci) secret\b",
+            r"\b(?:sag|sagen sie|erzähl|erzähle|verrate|erwähne|zeige)\s+(?:dem\s+)?(?:benutzer|nutzer|anwender)"
+            r"\s+(?:davon\s+|darüber\s+)?(?:nichts|nicht)\b|\bohne (?:es )?(?:dem )?(?:benutzer|nutzer) zu "
+            r"(?:sagen|melden|verraten)\b|\bbehalte (?:das|es) für dich\b",
+            r"\bnão\s+(?:conte|diga|mencione|revele|mostre|informe)\s+(?:nada\s+)?(?:disso\s+)?(?:ao|para o|"
+            r"aos)\s+usuários?\b|\bsem (?:contar|avisar|informar) (?:ao|o) usuário\b|\bmantenha (?:isso|isto) "
+            r"em segredo\b",
+            r"\bnon\s+(?:dire|dirlo|menzionare|rivelare|mostrare|raccontare)\s+(?:nulla\s+|niente\s+)?"
+            r"(?:di questo\s+)?all'utente\b|\bsenza (?:dirlo|avvisare|informare) (?:a)?ll'utente\b|"
+            r"\bmantieni(?:lo)? (?:il )?segreto\b",
+            r"\bel usuario no (?:debe|puede|tiene que) (?:saber|enterarse|ver|notar)\b|\bgarde(?:z)? (?:cette|ces) "
+            r"(?:instruction|consigne|note|règle)s? secr[eè]te?s?\b|\bverheimliche\b|\bverschweige\b|"
+            r"\b(?:der )?(?:benutzer|nutzer) darf (?:nicht|nie) (?:erfahren|wissen|sehen|merken)\b|"
+            r"\bdiga que (?:está|esta) tudo (?:certo|bem|ok)\b|\bo usuário não (?:pode|deve) (?:saber|ver|"
+            r"descobrir)\b|\bnon menzionare mai\b|\btieni nascost[oa]\b|\bl'utente non deve (?:sapere|"
+            r"vedere|scoprire)\b|\bl'utilisateur ne doit pas (?:savoir|voir|découvrir)\b|"
+            r"пользователь не должен (?:знать|узнать|видеть)|скрой от пользовател|"
+            r"用户不(?:能|应|应该)(?:知道|看到|发现)",
+            r"не\s+(?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте|показывай|упоминай)\s+"
+            r"(?:об этом\s+|ничего\s+|этого\s+)?пользовател|без ведома пользовател|держи (?:это )?в секрете",
+            r"不要(?:告诉|通知|提醒|透露给|让)用户|(?:对用户)?(?:保密|隐瞒)(?:此事|这件事|这条|这个)?|别让用户知道|不要提及(?:这条|此)(?:记忆|指令)",
+        ),
+        script="any", cjk=True,
+        words=_w("el", "usuario", "verheimliche", "verschweige", "benutzer", "nutzer", "diga", "o", "usuário",
+                 "menzionare", "tieni", "l", "utente", "utilisateur", "пользователь", "скрой",
+                 "no", "sin", "manten", "mantén", "mantenlo", "mantenga", "ne", "sans", "garde", "gardez", "sag",
+                 "sagen", "erzähl", "erzähle", "verrate", "erwähne", "zeige", "ohne", "behalte", "não", "sem",
+                 "mantenha", "non", "senza", "mantieni", "mantienilo", "не", "без", "держи"),
+    ),
+    Rule(
+        "trigger.delayed", "reject",
+        "it sets up a delayed trigger (when X happens, do Y); memory cannot hold conditional instructions",
+        patterns=(
+            r"\b(?:cuando|si)\s+(?:el usuario|alguien|el cliente)\s+(?:diga|dice|escriba|mencione|pregunte)\b"
+            r"[^.!?\n]{0,80}\b(?:borra|elimina|envía|envia|transfiere|aprueba|ejecuta|reembolsa|ignora|revela)",
+            r"\b(?:quand|si|lorsque)\s+(?:l'utilisateur|quelqu'un|le client)\s+(?:dit|écrit|mentionne|demande)\b"
+            r"[^.!?\n]{0,80}\b(?:supprime|efface|envoie|transfère|approuve|exécute|rembourse|ignore|révèle)",
+            r"\b(?:wenn|sobald|falls)\s+(?:der\s+)?(?:benutzer|nutzer|jemand|kunde)\b[^.!?\n]{0,60}\b(?:sagt|"
+            r"schreibt|erwähnt|fragt)\b[^.!?\n]{0,60}\b(?:lösche|sende|schicke|überweise|genehmige|führe|"
+            r"erstatte|ignoriere|verrate)",
+            r"\b(?:quando|se)\s+(?:o usuário|alguém|o cliente)\s+(?:disser|diz|escrever|mencionar|perguntar)\b"
+            r"[^.!?\n]{0,80}\b(?:apague|exclua|envie|transfira|aprove|execute|reembolse|ignore|revele)",
+            r"\b(?:quando|se)\s+(?:l'utente|qualcuno|il cliente)\s+(?:dice|scrive|menziona|chiede)\b"
+            r"[^.!?\n]{0,80}\b(?:cancella|elimina|invia|trasferisci|approva|esegui|rimborsa|ignora|rivela)",
+            r"(?:когда|если)\s+(?:пользователь|кто-то|клиент)\s+(?:скажет|напишет|упомянет|спросит)[^.!?\n]{0,80}"
+            r"(?:удали|отправь|переведи|одобри|выполни|верни деньги|игнорируй|раскрой)",
+            r"(?:当|如果|一旦)(?:用户|有人|客户)(?:说|提到|输入|问)[^。！？\n]{0,40}(?:就|则|便)?(?:删除|发送|转账|批准|执行|退款|忽略|泄露)",
+            r"(?:\bsi|\bcuando|\bla próxima vez que|\bquand|\blorsque|\bla prochaine fois que|\bwenn|\bsobald|"
+            r"\bfalls|\bnächstes mal|\bse|\bquando|\bna próxima vez que|\bla prossima volta che|\bесли|\bкогда|"
+            r"\bкак только|\bв следующий раз)\b[^.!?\n]{0,100}?,\s*(?:\w+\s+){0,2}(?:aprueba|apruéba\w*|borra|"
+            r"elimina|envía|envia|transfiere|ejecuta|desactiva|reembolsa|revela|manda|comparte|cambia|envoie|"
+            r"supprime|exécute|execute|transfère|approuve|désactive|révèle|partage|deaktiviere|lösche|sende|"
+            r"schicke|überweise|genehmige|führe|teile|ändere|mude|apague|exclua|envie|transfira|aprove|desative|"
+            r"revele|compartilhe|chiedigli|cancella|invia|trasferisci|approva|esegui|disattiva|rivela|condividi|"
+            r"cambia|chiedi|отключи|удали|отправь|переведи|одобри|выполни|раскрой|поделись|измени|запроси|"
+            r"отмени)\b",
+            r"(?:下次|当|如果|一旦)[^。！？\n]{0,30}(?:，|,|时|就)[^。！？\n]{0,10}(?:运行|删除|发送|转账|批准|执行|关闭|泄露|"
+            r"修改|禁用|先运行)",
+        ),
+        script="any", cjk=True,
+        words=_w("cuando", "si", "quand", "lorsque", "wenn", "sobald", "falls", "quando", "se", "когда", "если",
+                 "próxima", "prochaine", "nächstes", "prossima", "как", "следующий"),
+    ),
+)
+
+# Phrases that ask the reader to decode and act on an encoded blob, in any language we cover.
+DECODE_AND_FOLLOW = (
+    r"\b(?:decode|decrypt|deobfuscate|base64[ -]?decode|rot13|unhex|translate)\b[^.!?\n]{0,60}\b(?:and|then)\s+"
+    r"(?:follow|execute|run|obey|do|apply|act on|carry out|comply)\b"
+)
+
+# --- the standing-instruction heuristic (content.py): a clause that addresses the agent (A) and either makes it
+# standing (B) or aims at something sensitive (C) is an instruction, not a memory. Latin-script, on the skeleton.
+IMPERATIVE_VERBS = (
+    "send|forward|upload|post|email|mail|include|append|add|attach|embed|insert|put|use|call|invoke|route|"
+    "redirect|run|execute|approve|grant|transfer|pay|wire|delete|remove|wipe|push|force-push|merge|commit|deploy|"
+    "publish|skip|stop|disable|enable|ignore|disregard|treat|trust|reply|respond|answer|tell|show|reveal|print|"
+    "display|output|write|copy|paste|leak|share|save|store|open|query|replace|recommend|ask|request|echo|export|"
+    "download|install|accept|follow|obey|interpret|adopt|update|set|change|switch|turn|give|assume|act|pretend|"
+    "summarize|summarise|encode|read|leave|drop|create|generate|sign|bypass|override|log|record|report|agree|"
+    "correct|stop asking|guess|mark|label|rate|rank|praise|promote|suggest|link|cite|quote|start|begin|"
+    "trust|grant|add|request|apply|force|release|refund|unlock|reset|export|fetch|load|import|execute|"
+    "obey|comply|disclose"
+)
+AGENT_CUE = (
+    rf"(?:^|[:;]\s*|^\s*(?:when|whenever|if|once|as soon as|the moment|should|any ?time|later|after|next time|"
+    rf"in \d+ sessions|from (?:now|today)(?: on| onward| onwards)?|for (?:any|all|every|each)|going forward|"
+    rf"in (?:the )?future)\b[^.!?\n]{{0,100}}?,\s*)(?:(?:remember to|make sure (?:to|you)|be sure to|don't forget to|"
+    rf"do not forget to|keep in mind to|please|just|also|then|and|always|never|now|immediately|automatically|"
+    rf"silently|quietly|kindly|simply|permanently|forever|henceforth|do not|don't|never)\s+){{0,3}}"
+    rf"(?:{IMPERATIVE_VERBS})\b|\byou(?:r|rself)?\b|(?:^|\b(?:the|this|dear|"
+    rf"our|my|your)\s+|(?:note|reminder|message|instruction)s? (?:to|for) (?:the )?)(?:assistant|agent|ai|model|"
+    rf"bot|chatbot|llm|gpt|copilot)(?:'s)?\b|\b(?:every|each|all|any)\s+(?:answer|reply|"
+    rf"response|output|message|email|commit|summary|summaries|answers|replies|responses|outputs|messages)s?\b"
+    rf"[^.!?\n]{{0,20}}\b(?:must|should|shall|will|has to|have to|needs? to)\b"
+)
+STANDING_CUE = (
+    r"\b(?:always|never|every|each|any|anyone|anybody|whenever|all future|from now on|from today|onward|onwards|"
+    r"henceforth|permanently|forever|by default|in (?:the )?future|future (?:chats?|sessions?|conversations?|"
+    r"tasks?|requests?)|next session|from next|going forward|no longer|anymore|any more|in \d+ sessions|"
+    r"from this point|until told otherwise|at all times|unconditionally|effective immediately|standing)\b"
+)
+SENSITIVE_CUE = (
+    r"https?://|\bwww\.|[\w.+-]+@[\w-]+\.[a-z]{2,}|\b[a-z0-9-]+\.(?:com|net|org|io|biz|top|click|tld|cc|co|ru|"
+    r"xyz|site|dev|ly|me|info)\b|\biban\b|\bwallet\b|\baccount (?:number|no)\b|\bcard numbers?\b|\bcvv\b|"
+    r"\bcredentials?\b|\bpasswords?\b|\bsecrets?\b|\bapi[ _-]?keys?\b|\btokens?\b|\.env\b|\bssh\b|"
+    r"\bprivate keys?\b|\bsystem prompt\b|\binstructions?\b|\bguidelines?\b|\brules?\b|\bpolic(?:y|ies)\b|"
+    r"\bfilters?\b|\bsafety\b|\bguardrails?\b|\brestrictions?\b|\bconfirmations?\b|\bverifications?\b|"
+    r"\bcode review\b|\breview\b|\btests?\b|\btest suite\b|\blinter\b|\baudit\b|\bproduction\b|\bmain\b|"
+    r"\bforce-?push\b|\bapprove\b|\badmin\b|\bunrestricted\b|\bpersona\b|\bdirectives?\b|\bconfiguration\b|"
+    r"\bsudo\b|\brm -rf\b|\bssn\b|\bdate of birth\b|\bmaiden name\b|\bcontacts\b|\bhome address\b|"
+    r"\bphone numbers?\b|\bbank details\b|\bpayments?\b|\binvoices?\b|\brefunds?\b|\bprices?\b|\bcompetitors?\b|"
+    r"\bcrypto\b|\bwebhook\b|\baccounts?\b|\$\s?\d|\d\s?(?:usd|eur|gbp)\b|€\s?\d|\bendpoint\b|\b[a-z]+_[a-z_]+\b|\btool\b|\bdestructive\b|\bhonesty\b|"
+    r"\bcorrect(?:ions?)?\b|\bfactual\b|\bdeveloper\b|\boperator\b|\bcontent\b|\bno\b|\bwithout asking\b|"
+    r"\bwithout (?:checking|verifying|confirmation|review)\b"
+)
+TRIGGER_CUE = (
+    r"\b(?:when|whenever|if|once|as soon as|the moment|should (?:the user|anyone|someone)|any ?time|later|"
+    r"after|next time|in \d+ sessions)\b"
+)
+EXFIL_VERBS = r"\b(?:send|forward|upload|post|email|mail|leak|include|append|attach|embed|echo|paste|copy|export)\b"
+ROUTE_VERBS = r"\b(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b"
+
+
+def _split(rule: Rule, groups: tuple[tuple[tuple[int, ...], frozenset[str]], ...]) -> tuple[Rule, ...]:
+    """One rule as several, each with its own trigger words: a candidate then pays only for the patterns whose
+    words it contains (the rule id, message and action stay the same)."""
+    covered = sorted(i for idx, _ in groups for i in idx)
+    assert covered == list(range(len(rule.patterns))), "every pattern must be in exactly one group"
+    return tuple(Rule(rule.id, rule.action, rule.message, tuple(rule.patterns[i] for i in idx), words=words,
+                      needles=rule.needles, script=rule.script, cjk=rule.cjk) for idx, words in groups)
+
+
+_NOUNS = _w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies", "prompt",
+            "prompts", "directive", "directives", "guardrail", "guardrails", "restriction", "restrictions",
+            "constraint", "constraints", "filter", "filters", "safeguard", "safeguards", "safety", "programming",
+            "training", "moderation", "ethics", "limitation", "limitations", "boundaries", "protocol", "protocols",
+            "checks", "directions", "orders", "objective", "purpose", "told", "everything", "anything", "message")
+_AGENTS = _w("you", "assistant", "ai", "agent", "model", "bot", "chatbot", "claude", "chatgpt", "gpt", "llm")
+RULES = (
+    *_split(RULES[0], (
+        ((0, 1, 2, 3, 4, 5, 6, 18), _NOUNS),
+        ((7,), _w("longer")),
+        ((8, 9), _AGENTS | _w("ignore_guardrails", "no_confirmations", "unrestricted_mode", "safety_off",
+                              "disable_safety", "jailbreak", "guardrails", "confirmations")),
+        ((10, 11), _w("now", "forward", "point", "henceforth", "hereafter", "future", "subsequent", "session",
+                      "sessions", "every")),
+        ((12, 16), _w("always", "never", "ever", "circumstances", "matter")),
+        ((13,), _w("ask", "asking", "request", "requesting", "check", "checking", "verify", "verifying", "confirm",
+                   "confirming", "validate", "validating", "warn", "warning", "question", "questioning", "refuse",
+                   "refusing", "flag", "flagging")),
+        ((14, 15), _AGENTS),
+        ((17,), _w("jailbreak", "jailbroken", "dan", "anything", "developer", "unfiltered", "god", "restrictions")),
+        ((19,), _w("treat", "consider", "regard")),
+        ((20,), _w("obey", "follow", "execute", "comply", "carry")),
+    )),
+    *RULES[1:],
+)
