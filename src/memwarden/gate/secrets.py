@@ -642,7 +642,6 @@ def _find_auth(text: str, low: str, out: list[_Raw], prio: int) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 _LETTER = "0-9a-z\u00c0-\u024f\u0400-\u04ff"
-_LETTER_RE = re.compile(f"[{_LETTER}]")
 _QUAL = (r"(?:\s{1,3}(?:for|of|to|on|at|from|del|de\s+la|de\s+mi|de|para|pour|du|des|d['’]|für|fürs|vom|von|zum|zur"
          r"|do|da|dos|das|della|dello|dell['’]|di|per|от|для|к)\s{1,3}[^\s:=：]{1,30}(?:\s{1,3}[^\s:=：]{1,30}){0,5}?)?")
 _PW_LINK = (r"(\s{0,3}[:=：]\s{0,3}|\s{1,3}(?:is\s+now|is\s+still|is\s+set\s+to|is|was\s+set\s+to|was|"
