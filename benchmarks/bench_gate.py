@@ -39,6 +39,9 @@ detectors rotates per chunk, so machine noise hits every side. Each call is time
 candidate's latency is the median of its passes, and the tables give the median and p99 of those over the
 candidates (all of them, and those of <= 200 characters, which is where the issue's targets apply).
 
+"What fired on benign candidates" names, per false positive, memwarden's verdict and rule ids, the threat types of
+agent-memory-guard ``scan()``, and the blocking detector of the strict guard (its highest-severity finding).
+
     .venv/bin/python benchmarks/bench_gate.py [--corpus-dir tests/gate_corpus] [--locomo PATH] [--passes 7]
                                              [--out /tmp/gate.md] [--misses 20] [--strict]
 
@@ -482,8 +485,7 @@ def report(r: Results) -> str:
             for reason, n in why.most_common(6):
                 rows.append([LABEL[side], SET_LABEL[s], f"`{reason}`", f"{n:,}"])
     if rows:
-        out += ["#### What fired on benign candidates (memwarden: verdict and rules; agent-memory-guard: "
-                "threat types / blocking detector), top 6 per set", "",
+        out += ["#### What fired on benign candidates (top 6 reasons per set)", "",
                 table(["detector", "benign set", "reason", "n"], rows, right=[False, False, False, True]), ""]
 
     groups = {"all candidates": list(range(len(r.items))),

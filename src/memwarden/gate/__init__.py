@@ -9,6 +9,7 @@ then any scanners an operator added. The verdict is the strictest action among t
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -85,9 +86,7 @@ class Gate:
         self._scanners.append(scanner)
 
     def check(self, candidate: Candidate) -> Verdict:
-        from memwarden.gate.content import SCANNER
-        from memwarden.gate.record_rules import record_hits
-        from memwarden.gate.rules import RULES_VERSION
+        SCANNER, record_hits, RULES_VERSION = _content()
 
         hits: list[RuleHit] = record_hits(candidate, self.policy)
         if hits:  # malformed record: content rules need a well-formed string
@@ -126,6 +125,16 @@ def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[Ru
         return [RuleHit("gate.scanner_error", REJECT, f"scanner {name} returned an invalid hit; "
                                                        "the candidate is rejected to fail closed")]
     return hits
+
+
+@functools.cache
+def _content() -> tuple[Any, Any, str]:
+    """The content scanner, record rules and rules version, imported once on first use (they import this module)."""
+    from memwarden.gate.content import SCANNER
+    from memwarden.gate.record_rules import record_hits
+    from memwarden.gate.rules import RULES_VERSION
+
+    return SCANNER, record_hits, RULES_VERSION
 
 
 def _mask(text: str, spans: Sequence[tuple[int, int]], template: str, labels: Sequence[str]) -> str:

@@ -19,16 +19,16 @@ _PREFERENCE_PHRASES = re.compile(r"would rather|rather than|instead of|can't sta
 _TASK_WORDS = frozenset(
     "wip todo pending halfway started starting finished completed remaining status deadline milestone sprint "
     "ticket resume resuming paused pendiente migrating refactoring".split())
-_TASK_PHRASES = re.compile(r"working on|works on|in progress|next steps?|to-do|blocked (?:on|by)|half done|done with|"
-                           r"left to do|currently \w+ing|on hold|waiting (?:for|on)|step \d+ of \d+|\d+ ?% done|"
-                           r"due (?:on|by)|was interrupted|en curso|en progreso|en cours|in arbeit|em andamento|"
+_TASK_PHRASES = re.compile(r"working on|works on|in progress|next steps?|blocked (?:on|by)|half done|"
+                           r"currently \w+ing|on hold|waiting (?:for|on)|step \d+ of \d+|\d+ ?% done|"
+                           r"was interrupted|en curso|en progreso|en cours|in arbeit|em andamento|"
                            r"in corso|в процессе|进行中|待办")
 _TOKEN = re.compile(r"\w+")
 
 
 # A phrase regex runs only when one of its words (or a CJK cue) is present.
-_TASK_PHRASE_WORDS = frozenset("working works progress next steps do blocked half done left currently hold waiting "
-                               "step due interrupted curso progreso cours arbeit andamento corso процессе".split())
+_TASK_PHRASE_WORDS = frozenset("working works progress steps step blocked half currently hold waiting interrupted "
+                               "curso progreso cours arbeit andamento corso процессе".split())
 _PREFERENCE_PHRASE_WORDS = frozenset("rather instead stand fan opt opts lean leans stick sticks swears gusta".split())
 _CJK_CUES = ("进行中", "待办", "喜欢", "偏好")
 

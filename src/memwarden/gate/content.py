@@ -72,6 +72,15 @@ def _compile(rules: Iterable[Rule]) -> tuple[_Compiled, ...]:
 
 _RULES = _compile(RULES)
 _NEEDLES = tuple(sorted({nd for c in _RULES for nd in c.needles}))
+# word → indices of the rules it activates; needle → indices; the CJK rules. A candidate then visits only the
+# rules one of its words (or needles) can activate, in rule order.
+_BY_WORD: dict[str, tuple[int, ...]] = {}
+for _i, _c in enumerate(_RULES):
+    for _word in _c.words:
+        _BY_WORD[_word] = (*_BY_WORD.get(_word, ()), _i)
+_BY_NEEDLE = {nd: tuple(i for i, c in enumerate(_RULES) if nd in c.needles) for nd in _NEEDLES}
+_CJK_RULES = tuple(i for i, c in enumerate(_RULES) if c.rule.cjk)
+_ASCII_NEEDLES = tuple(nd for nd in _NEEDLES if nd.isascii())
 
 
 @dataclass(slots=True)
@@ -88,7 +97,8 @@ def _tokens(n: Normalized) -> set[str]:
     tokens = set(_TOKEN.findall(n.skeleton))
     if n.text != n.skeleton:
         tokens.update(_TOKEN.findall(n.text))
-    tokens.update(part for tok in [t for t in tokens if "_" in t] for part in tok.split("_"))
+    if "_" in n.skeleton:
+        tokens.update(part for tok in [t for t in tokens if "_" in t] for part in tok.split("_"))
     return tokens
 
 
@@ -99,14 +109,19 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     latin, text = n.skeleton, n.text
     if tokens is None:
         tokens = _tokens(n)
-    has_cjk = not text.isascii() and bool(_CJK.search(text))
-    needles = {nd for nd in _NEEDLES if nd in text}
+    ascii_only = text.isascii()
+    by_word = _BY_WORD
+    active = {i for tok in tokens if tok in by_word for i in by_word[tok]}
+    for nd in _ASCII_NEEDLES if ascii_only else _NEEDLES:
+        if nd in text:
+            active.update(_BY_NEEDLE[nd])
+    if not ascii_only and _CJK.search(text):
+        active.update(_CJK_RULES)
     done: set[str] = set()
-    for c in compiled:
+    for i in sorted(active):
+        c = compiled[i]
         rule = c.rule
         if rule.id in done:
-            continue
-        if c.words.isdisjoint(tokens) and not (rule.cjk and has_cjk) and needles.isdisjoint(c.needles):
             continue
         target = latin if rule.script == "latin" else text
         m = c.rx.search(target)
@@ -149,12 +164,17 @@ _LEAD_WORDS = frozenset(
     "in from for going".split())
 _AGENT_WORDS = frozenset("you your yourself assistant agent ai model bot chatbot llm gpt copilot answer answers reply "
                          "replies response responses output outputs message messages email commit summary".split())
+_QUOTED = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|«[^»\n]{1,200}»")
 _CLAUSE_START = re.compile(r"(?:^|[.!?;:\n])\s*(\w+)")
 
 
 def _standing_instruction(n: Normalized, tokens: set[str]) -> list[RuleHit]:
     """A clause that addresses the assistant and is standing or aims at something sensitive (see rules.py)."""
+    # Quoted speech is content, not an instruction ("a friend's motto: 'let go of what no longer serves you'");
+    # the explicit rules still see the whole text, quotes included. Blanking keeps offsets.
     text = n.skeleton
+    if '"' in text or "“" in text or "«" in text:
+        text = _QUOTED.sub(lambda m: " " * len(m.group()), text)
     starts = set(_CLAUSE_START.findall(text))
     if _AGENT_WORDS.isdisjoint(tokens) and _IMPERATIVE_WORDS.isdisjoint(starts) and _LEAD_WORDS.isdisjoint(starts):
         return []

@@ -102,7 +102,9 @@ RULES: tuple[Rule, ...] = (
             r"(?:ignored|disregarded|overridden|bypassed|forgotten|skipped|dropped|discarded|void(?:ed)?)\b",
             rf"\b{RULE_NOUN}\b[^.!?\n]{{0,60}}\b(?:are|is)\s+(?:now\s+)?(?:void|null|obsolete|outdated|"
             r"cancelled|canceled|revoked|lifted|suspended|disabled|no longer (?:valid|in effect|apply|applicable))\b",
-            r"\bno longer (?:bound by|subject to|restricted by|limited by)\b",
+            r"\bno longer (?:bound by|subject to|restricted by|limited by)\b|\b(?:safety|security|content|your|the|"
+            r"all|these|those|any)\s+(?:rules?|guidelines?|polic(?:y|ies)|restrictions?|filters?|guardrails?|limits?)"
+            r"\s+(?:no longer|don't|do not|does not|doesn't|won't|will not)\s+(?:apply|applies|matter|count|hold)\b",
             r"\b(?:agent|assistant|ai|bot|model)[._](?:rules|behaviou?r|confirmations?|mode|policy|permissions|"
             r"safety|guardrails|restrictions|filters?|persona)\s*[=:]",
             r"\b(?:ignore_guardrails|no_confirmations|unrestricted_mode|safety_off|disable_safety|jailbreak=)",
@@ -827,7 +829,7 @@ AGENT_CUE = (
     rf"in (?:the )?future)\b[^.!?\n]{{0,100}}?,\s*)(?:(?:remember to|make sure (?:to|you)|be sure to|don't forget to|"
     rf"do not forget to|keep in mind to|please|just|also|then|and|always|never|now|immediately|automatically|"
     rf"silently|quietly|kindly|simply|permanently|forever|henceforth|do not|don't|never)\s+){{0,3}}"
-    rf"(?:{IMPERATIVE_VERBS})\b|\byou(?:r|rself)?\b|(?:^|\b(?:the|this|dear|"
+    rf"(?:{IMPERATIVE_VERBS})\b(?=\s+[^\s.!?])|\byou(?:r|rself)?\b|(?:^|\b(?:the|this|dear|"
     rf"our|my|your)\s+|(?:note|reminder|message|instruction)s? (?:to|for) (?:the )?)(?:assistant|agent|ai|model|"
     rf"bot|chatbot|llm|gpt|copilot)(?:'s)?\b|\b(?:every|each|all|any)\s+(?:answer|reply|"
     rf"response|output|message|email|commit|summary|summaries|answers|replies|responses|outputs|messages)s?\b"
@@ -879,7 +881,7 @@ _AGENTS = _w("you", "assistant", "ai", "agent", "model", "bot", "chatbot", "clau
 RULES = (
     *_split(RULES[0], (
         ((0, 1, 2, 3, 4, 5, 6, 18), _NOUNS),
-        ((7,), _w("longer")),
+        ((7,), _w("longer", "apply", "applies", "matter", "count", "hold")),
         ((8, 9), _AGENTS | _w("ignore_guardrails", "no_confirmations", "unrestricted_mode", "safety_off",
                               "disable_safety", "jailbreak", "guardrails", "confirmations")),
         ((10, 11), _w("now", "forward", "point", "henceforth", "hereafter", "future", "subsequent", "session",
