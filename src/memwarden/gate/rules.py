@@ -72,7 +72,7 @@ CONSEQUENCE = (r"you (?:can|may|are allowed to|are permitted to|should|must|are 
                r"(?:needed|required|necessary)|"
                r"(?:share|sharing|send|sending|give|giving|release|releasing|reveal|show)\b[^.!?\n]{0,30}"
                r"\b(?:api keys?|passwords?|"
-               r"credentials?|secrets?|pii|salar(?:y|ies)|payroll|private messages|internal docs|export)|"
+               r"credentials?|secrets?|pii|salar(?:y|ies)|payroll|private messages|internal docs|export)\b|"
                r"(?:view|see|access|read|open|download)\s+(?:all|every|the data of all|other users'?|everyone'?s?|"
                r"any)\b|approve (?:their own|all|any|every)|all (?:exploit|refund|transfer|payment|wire)|"
                r"wire transfers?|sudoers|never (?:deny|refuse|question|verify|check)|"
@@ -522,7 +522,8 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
             r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
             r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
-            r"[^.!?\n]{0,80}\b(?:delete|remove|wipe|erase|destroy|send|forward|email|upload|post|transfer|pay|"
+            r"[^.!?\n]{0,80}\b(?:delete|remove|wipe|erase|destroy|send|forward|email (?:the|all|their|his|her|it|"
+            r"them|a|every|copies)|upload|post|transfer|pay|"
             r"wire|approve|grant|run|execute|install|download|disable|enable|reveal|leak|share (?:the|their|all|"
             r"your|my)|ignore|bypass|switch (?:to|off)|call (?:the\s+)?\w+|invoke|open https?|visit https?|"
             r"refund|unlock|reset (?:the|their|all)|change (?:the|their) password|drop (?:the|all)|rm\s+-|"
@@ -817,7 +818,7 @@ IMPERATIVE_VERBS = (
     "redirect|run|execute|approve|grant|transfer|pay|wire|delete|remove|wipe|push|force-push|merge|commit|deploy|"
     "publish|skip|stop|disable|enable|ignore|disregard|treat|trust|reply|respond|answer|tell|show|reveal|print|"
     "display|output|write|copy|paste|leak|share|save|store|open|query|replace|recommend|ask|request|echo|export|"
-    "download|install|accept|follow|obey|interpret|adopt|update|set|change|switch|turn|give|assume|act|pretend|"
+    "download|install|accept|obey|interpret|adopt|update|set|change|switch|turn|give|assume|act|pretend|"
     "summarize|summarise|encode|read|leave|drop|create|generate|sign|bypass|override|log|record|report|agree|"
     "correct|stop asking|guess|mark|label|rate|rank|praise|promote|suggest|link|cite|quote|start|begin|"
     "trust|grant|add|request|apply|force|release|refund|unlock|reset|export|fetch|load|import|execute|"
@@ -859,8 +860,9 @@ TRIGGER_CUE = (
     r"\b(?:when|whenever|if|once|as soon as|the moment|should (?:the user|anyone|someone)|any ?time|later|"
     r"after|next time|in \d+ sessions)\b"
 )
-EXFIL_VERBS = r"\b(?:send|forward|upload|post|email|mail|leak|include|append|attach|embed|echo|paste|copy|export)\b"
-ROUTE_VERBS = r"\b(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b"
+EXFIL_VERBS = r"(?<![-\w])(?:send|forward|upload|post|email|mail|leak|include|append|attach|embed|echo|paste|copy|" \
+    r"export)\b(?!-)"
+ROUTE_VERBS = r"(?<![-\w])(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b(?!-)"
 
 
 def _split(rule: Rule, groups: tuple[tuple[tuple[int, ...], frozenset[str]], ...]) -> tuple[Rule, ...]:
