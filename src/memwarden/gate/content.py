@@ -28,9 +28,13 @@ from memwarden.gate.rules import (
     ROUTE_VERBS,
     RULES,
     RULES_VERSION,
-    SENSITIVE_CUE,
-    STANDING_CUE,
-    TRIGGER_CUE,
+    SENSITIVE_PHRASES,
+    SENSITIVE_SYMBOLIC,
+    SENSITIVE_WORDS,
+    STANDING_PHRASES,
+    STANDING_WORDS,
+    TRIGGER_PHRASES,
+    TRIGGER_WORDS,
     Rule,
 )
 from memwarden.gate.secrets import find_secrets
@@ -139,9 +143,20 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
 
 
 _AGENT = re.compile(AGENT_CUE)
-_STANDING = re.compile(STANDING_CUE)
-_SENSITIVE = re.compile(SENSITIVE_CUE)
-_TRIGGER = re.compile(TRIGGER_CUE)
+_SENSITIVE_SYMBOLIC = re.compile(SENSITIVE_SYMBOLIC)
+
+
+def _sensitive(clause: str, words: set[str]) -> bool:
+    return (not SENSITIVE_WORDS.isdisjoint(words) or any(p in clause for p in SENSITIVE_PHRASES)
+            or _SENSITIVE_SYMBOLIC.search(clause) is not None)
+
+
+def _standing(clause: str, words: set[str]) -> bool:
+    return not STANDING_WORDS.isdisjoint(words) or any(p in clause for p in STANDING_PHRASES)
+
+
+def _trigger(clause: str, words: set[str]) -> bool:
+    return not TRIGGER_WORDS.isdisjoint(words) or any(p in clause for p in TRIGGER_PHRASES)
 _EXFIL = re.compile(EXFIL_VERBS)
 _ROUTE = re.compile(ROUTE_VERBS)
 _CLAUSE = re.compile(r"[^.!?\n]+")
@@ -184,10 +199,11 @@ def _standing_instruction(n: Normalized, tokens: set[str]) -> list[RuleHit]:
         clause = m.group()
         if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip()):
             continue
-        sensitive = _SENSITIVE.search(clause)
-        if not (sensitive or _STANDING.search(clause)):
+        words = set(_TOKEN.findall(clause))
+        sensitive = _sensitive(clause, words)
+        if not (sensitive or _standing(clause, words)):
             continue
-        if sensitive and _TRIGGER.search(clause):
+        if sensitive and _trigger(clause, words):
             family = "trigger.delayed"
         elif sensitive and _EXFIL.search(clause):
             family = "exfil.beacon"

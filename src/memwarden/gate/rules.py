@@ -250,7 +250,7 @@ RULES: tuple[Rule, ...] = (
                  "greenlit", "admin", "administrator", "root", "sysadmin", "maintainer", "superuser", "unrestricted",
                  "unfiltered", "uncensored", "jailbroken", "rogue", "amoral", "compliance", "developers", "developer",
                  "openai", "anthropic", "ceo", "cto", "ciso", "creator", "entitled", "exempt", "exempted",
-                 "mode", "now", "roleplay", "impersonate", "grant", "assign", "elevate", "identity", "verification",
+                 "mode", "you", "roleplay", "impersonate", "grant", "assign", "elevate", "identity", "verification",
                  "authentication", "2fa", "mfa", "access", "rights", "permissions", "permission"),
     ),
     # --- tool-routing directives -----------------------------------------------------------------------------
@@ -294,11 +294,11 @@ RULES: tuple[Rule, ...] = (
             r"(?:都)?(?:通过|转到|打到|转入)",
         ),
         script="any", cjk=True,
-        words=_w("tool", "tools", "function", "plugin", "action", "api", "endpoint", "webhook", "connector",
-                 "integration", "server", "mcp", "account", "iban", "wallet", "payments", "payment", "refunds",
+        words=_w("tool", "tools", "function", "plugin", "api", "endpoint", "webhook", "connector",
+                 "integration", "mcp", "iban", "wallet", "payments", "payment", "refunds",
                  "refund", "transfers", "payouts", "invoices", "invoice", "wires", "funds", "query", "herramienta",
                  "outil", "werkzeug", "ferramenta", "strumento", "инструмент", "zahlungen", "tool_call",
-                 "tool_use", "function_call", "name"),
+                 "tool_use", "function_call", "account"),
         needles=("<", "\"name\"", "_", "://", "@", "所有", "全部"),
     ),
     # --- exfiltration ----------------------------------------------------------------------------------------
@@ -463,9 +463,7 @@ RULES: tuple[Rule, ...] = (
             r"<\s*/\s*s\s*>|<\s*s\s*>\s*\[",
             r"^\s*(?:assistant|ai|bot|model|gpt|claude)\s*:",
         ),
-        words=_w("system", "developer", "admin", "root", "sys", "instruction", "instructions", "human",
-                 "assistant", "user", "ai", "bot", "model", "response", "input", "prompt", "message"),
-        needles=("<", "[", "#", "｜"),
+        needles=("<", "[", "#", "｜", ":", "\n"),  # every pattern needs one of these characters
     ),
     # --- download and execute --------------------------------------------------------------------------------
     Rule(
@@ -836,30 +834,6 @@ AGENT_CUE = (
     rf"response|output|message|email|commit|summary|summaries|answers|replies|responses|outputs|messages)s?\b"
     rf"[^.!?\n]{{0,20}}\b(?:must|should|shall|will|has to|have to|needs? to)\b"
 )
-STANDING_CUE = (
-    r"\b(?:always|never|every|each|any|anyone|anybody|whenever|all future|from now on|from today|onward|onwards|"
-    r"henceforth|permanently|forever|by default|in (?:the )?future|future (?:chats?|sessions?|conversations?|"
-    r"tasks?|requests?)|next session|from next|going forward|no longer|anymore|any more|in \d+ sessions|"
-    r"from this point|until told otherwise|at all times|unconditionally|effective immediately|standing)\b"
-)
-SENSITIVE_CUE = (
-    r"https?://|\bwww\.|[\w.+-]+@[\w-]+\.[a-z]{2,}|\b[a-z0-9-]+\.(?:com|net|org|io|biz|top|click|tld|cc|co|ru|"
-    r"xyz|site|dev|ly|me|info)\b|\biban\b|\bwallet\b|\baccount (?:number|no)\b|\bcard numbers?\b|\bcvv\b|"
-    r"\bcredentials?\b|\bpasswords?\b|\bsecrets?\b|\bapi[ _-]?keys?\b|\btokens?\b|\.env\b|\bssh\b|"
-    r"\bprivate keys?\b|\bsystem prompt\b|\binstructions?\b|\bguidelines?\b|\brules?\b|\bpolic(?:y|ies)\b|"
-    r"\bfilters?\b|\bsafety\b|\bguardrails?\b|\brestrictions?\b|\bconfirmations?\b|\bverifications?\b|"
-    r"\bcode review\b|\breview\b|\btests?\b|\btest suite\b|\blinter\b|\baudit\b|\bproduction\b|\bmain\b|"
-    r"\bforce-?push\b|\bapprove\b|\badmin\b|\bunrestricted\b|\bpersona\b|\bdirectives?\b|\bconfiguration\b|"
-    r"\bsudo\b|\brm -rf\b|\bssn\b|\bdate of birth\b|\bmaiden name\b|\bcontacts\b|\bhome address\b|"
-    r"\bphone numbers?\b|\bbank details\b|\bpayments?\b|\binvoices?\b|\brefunds?\b|\bprices?\b|\bcompetitors?\b|"
-    r"\bcrypto\b|\bwebhook\b|\baccounts?\b|\$\s?\d|\d\s?(?:usd|eur|gbp)\b|€\s?\d|\bendpoint\b|\b[a-z]+_[a-z_]+\b|\btool\b|\bdestructive\b|\bhonesty\b|"
-    r"\bcorrect(?:ions?)?\b|\bfactual\b|\bdeveloper\b|\boperator\b|\bcontent\b|\bno\b|\bwithout asking\b|"
-    r"\bwithout (?:checking|verifying|confirmation|review)\b"
-)
-TRIGGER_CUE = (
-    r"\b(?:when|whenever|if|once|as soon as|the moment|should (?:the user|anyone|someone)|any ?time|later|"
-    r"after|next time|in \d+ sessions)\b"
-)
 EXFIL_VERBS = r"(?<![-\w])(?:send|forward|upload|post|email|mail|leak|include|append|attach|embed|echo|paste|copy|" \
     r"export)\b(?!-)"
 ROUTE_VERBS = r"(?<![-\w])(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b(?!-)"
@@ -899,3 +873,29 @@ RULES = (
     )),
     *RULES[1:],
 )
+
+# Standing (B), sensitive (C) and trigger cues as token sets and plain substrings: a big regex alternation of words
+# costs ~1 µs per character in CPython's engine, a set intersection a fraction of that.
+SENSITIVE_WORDS = frozenset(
+    "iban wallet credential credentials password passwords secret secrets token tokens ssh instruction "
+    "instructions guideline guidelines rule rules policy policies filter filters safety guardrail guardrails "
+    "restriction restrictions confirmation confirmations verification verifications review tests test linter "
+    "audit production main approve admin unrestricted persona directive directives configuration sudo ssn "
+    "contacts payment payments invoice invoices refund refunds price prices competitor competitors crypto webhook "
+    "account accounts endpoint tool destructive honesty correct corrections factual developer operator content no "
+    "force prompt cvv".split())
+SENSITIVE_PHRASES = ("api key", "api_key", "apikey", "account number", "card number", "private key", "system prompt",
+                     "code review", "test suite", "rm -rf", "date of birth", "maiden name", "home address",
+                     "phone number", "bank details", "without asking", "without checking", "without verifying",
+                     "without confirmation", "without review", ".env")
+SENSITIVE_SYMBOLIC = (r"https?://|\bwww\.|@[\w-]+\.[a-z]{2,}|(?<=[a-z0-9-])\.(?:com|net|org|io|biz|top|click|tld|cc|"
+                      r"co|ru|xyz|site|dev|ly|me|info)\b|\$\s?\d|\d\s?(?:usd|eur|gbp)\b|€\s?\d|[a-z]_[a-z]")
+STANDING_WORDS = frozenset("always never every each any anyone anybody whenever onward onwards henceforth permanently "
+                           "forever anymore standing unconditionally".split())
+STANDING_PHRASES = ("all future", "from now on", "from today", "by default", "in the future", "in future",
+                    "future chat", "future session", "future conversation", "future task", "future request",
+                    "next session", "from next", "going forward", "no longer", "any more", "from this point",
+                    "until told otherwise", "at all times", "effective immediately")
+TRIGGER_WORDS = frozenset("when whenever if once later after anytime".split())
+TRIGGER_PHRASES = ("as soon as", "the moment", "should the user", "should anyone", "should someone", "any time",
+                   "next time", " sessions,")
