@@ -32,6 +32,7 @@ lint: $(STAMP_DEV)
 bench: $(STAMP_DEV)
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_gate.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache
