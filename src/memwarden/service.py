@@ -704,18 +704,18 @@ def _newest_first(row: Sequence[object]) -> tuple[int, str]:
     return (ts if isinstance(ts, int) else -1, str(row[0]))  # a malformed row sorts last, then is refused
 LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
 LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
+_LIFECYCLE_SQL = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
 
 
 def latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
     """The newest lifecycle audit event of each id: a live record must match its version and content hash,
     which catches a row rolled back to an older signed version or a deleted row put back."""
     out: dict[str, tuple[str, dict[str, Any]]] = {}
-    events = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
         rows = db.execute(
             "SELECT memory_id, event, details FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
-            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({events}) GROUP BY memory_id)",
+            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({_LIFECYCLE_SQL}) GROUP BY memory_id)",
             chunk).fetchall()
         for mid, event, details in rows:
             try:

@@ -97,16 +97,15 @@ class Gate:
             hits.extend(_run_scanner(scan, candidate, self.policy))
         worst = max((_RANK[h.action] for h in hits), default=0)
         verdict = REJECT if worst == 2 else REVIEW if worst == 1 else ACCEPT
-        text: str = candidate.content
-        secrets = [h for h in hits if h.rule.startswith("secret.") and h.span]
-        redacted = _mask(text, [h.span for h in secrets if h.span], "[REDACTED {}]",
-                         [h.rule for h in secrets]) if secrets else None
-        stripped = [h for h in hits if h.action == STRIP and h.span]
-        content = None
-        if stripped and verdict != REJECT:
-            from memwarden.gate.session_refs import PLACEHOLDER
+        from memwarden.gate.secrets import SecretHit, redact
+        from memwarden.gate.session_refs import SessionRef, strip
 
-            content = _mask(text, [h.span for h in stripped if h.span], PLACEHOLDER, [""] * len(stripped))
+        text: str = candidate.content
+        secrets = [SecretHit(h.rule.removeprefix("secret."), h.span) for h in hits
+                   if h.rule.startswith("secret.") and h.span]
+        redacted = redact(text, secrets) if secrets else None
+        refs = [SessionRef(h.rule.removeprefix("session_ref."), h.span) for h in hits if h.action == STRIP and h.span]
+        content = strip(text, refs) if refs and verdict != REJECT else None
         kind = "rejectable" if verdict == REJECT else analysis.kind
         return Verdict(verdict, kind, tuple(hits), content, redacted, RULES_VERSION)
 
@@ -135,19 +134,6 @@ def _content() -> tuple[Any, Any, str]:
     from memwarden.gate.rules import RULES_VERSION
 
     return SCANNER, record_hits, RULES_VERSION
-
-
-def _mask(text: str, spans: Sequence[tuple[int, int]], template: str, labels: Sequence[str]) -> str:
-    """``text`` with each (non-overlapping, merged) span replaced by ``template`` formatted with its label."""
-    out, last = [], 0
-    for (s, e), label in sorted(zip(spans, labels, strict=True)):
-        if s < last:  # overlaps the previous span: extend it
-            continue
-        out.append(text[last:s])
-        out.append(template.format(label))
-        last = e
-    out.append(text[last:])
-    return "".join(out)
 
 
 _default_gate: Gate | None = None

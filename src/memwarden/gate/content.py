@@ -27,7 +27,6 @@ from memwarden.gate.rules import (
     RESTATE,
     ROUTE_VERBS,
     RULES,
-    RULES_VERSION,
     SENSITIVE_PHRASES,
     SENSITIVE_SYMBOLIC,
     SENSITIVE_WORDS,
@@ -37,7 +36,7 @@ from memwarden.gate.rules import (
     TRIGGER_WORDS,
     Rule,
 )
-from memwarden.gate.secrets import find_secrets
+from memwarden.gate.secrets import find_secrets, secret_rule_hits
 from memwarden.gate.session_refs import find_session_refs, only_references
 from memwarden.policy import Policy
 
@@ -53,8 +52,6 @@ _DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 rot13 unhex transla
 _BLOB_GATE = re.compile(r"[A-Za-z0-9+/_-]{16}|\\x[0-9A-Fa-f]{2}")
 MAX_DECODE_DEPTH = 2
 MAX_DECODED_CHARS = 8192
-SECRET_MESSAGE = ("it contains a credential or secret ({kind}); secrets are never stored in memory — keep them in "
-                  "a secret manager and store only where to find them")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +91,6 @@ class Analysis:
     hits: list[RuleHit] = field(default_factory=list)
     kind: str = "fact"
     normalized: Normalized | None = None
-    rules_version: str = RULES_VERSION
 
 
 def _tokens(n: Normalized) -> set[str]:
@@ -318,8 +314,7 @@ class ContentScanner:
         n = normalize(original)
         hits: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span) for f in n.findings]
         secret_hits = find_secrets(original)
-        hits += [RuleHit(s.rule, REJECT, SECRET_MESSAGE.format(kind=s.kind.replace("_", " ")), s.span)
-                 for s in secret_hits]
+        hits += secret_rule_hits(secret_hits)
         tokens = _tokens(n)
         hits += _rule_hits(n, tokens)
         if not any(h.action == REJECT for h in hits):

@@ -45,7 +45,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -1064,14 +1064,16 @@ def redact(text: str, hits: Sequence[SecretHit]) -> str:
     return "".join(parts)
 
 
-def scan_secrets(candidate: Candidate, policy: Policy) -> Iterator[RuleHit]:
-    """Gate scanner: one ``secret.<kind>`` reject per secret; the message never echoes the value."""
+SECRET_MESSAGE = ("it contains a credential or secret ({kind}); secrets are never stored in memory — keep them in "
+                  "a secret manager and store only where to find them")
+
+
+def secret_rule_hits(hits: Sequence[SecretHit]) -> list[RuleHit]:
+    """One ``secret.<kind>`` reject per secret; the message never echoes the value."""
+    return [RuleHit(h.rule, REJECT, SECRET_MESSAGE.format(kind=h.kind.replace("_", " ")), h.span) for h in hits]
+
+
+def scan_secrets(candidate: Candidate, policy: Policy) -> list[RuleHit]:
+    """Gate scanner form of :func:`find_secrets` (for an operator's own gate)."""
     text = candidate.content
-    if not isinstance(text, str):
-        return
-    for hit in find_secrets(text):
-        start, end = hit.span
-        yield RuleHit(hit.rule, REJECT,
-                      f"content holds a credential ({hit.kind.replace('_', ' ')}) at characters {start}-{end}; "
-                      "secrets are never stored in memory -- store where it is kept instead "
-                      "(e.g. 'the API key is in the team password manager')", hit.span)
+    return secret_rule_hits(find_secrets(text)) if isinstance(text, str) else []
