@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -327,17 +329,26 @@ def test_s2_identity_arguments_from_the_model_are_refused(store: MemoryService, 
 # --- S3: the filter is in the SQL, not in Python ------------------------------------------------------------
 
 
+@contextmanager
+def traced_sql(store: MemoryService) -> Iterator[list[str]]:
+    """Every statement either connection (writes and reads) runs meanwhile."""
+    statements: list[str] = []
+    conns = (store.backend.conn, store.backend.reader)
+    for c in conns:
+        c.set_trace_callback(statements.append)
+    try:
+        yield statements
+    finally:
+        for c in conns:
+            c.set_trace_callback(None)
+
+
 def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemoryService) -> None:
     victim_id = _save_victim(store)
-    statements: list[str] = []
-    store.backend.conn.set_trace_callback(statements.append)
-    try:
-        with store.session(VICTIM) as s:
-            s.search(TOKEN)
-            s.view()
-            s.view(victim_id)
-    finally:
-        store.backend.conn.set_trace_callback(None)
+    with traced_sql(store) as statements, store.session(VICTIM) as s:
+        s.search(TOKEN)
+        s.view()
+        s.view(victim_id)
     reads = [q for q in statements
              if q.lstrip().startswith("SELECT") and re.search(r"\b(FROM|JOIN) memories m\b", q)]
     assert len(reads) >= 6  # block count + block rows + reminders + search + list + view
@@ -352,13 +363,8 @@ def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemorySer
 
 
 def test_s3_read_shared_filter_is_in_the_sql(store: MemoryService) -> None:
-    statements: list[str] = []
-    store.backend.conn.set_trace_callback(statements.append)
-    try:
-        with store.session(VICTIM, read_shared=True) as s:
-            s.search("anything")
-    finally:
-        store.backend.conn.set_trace_callback(None)
+    with traced_sql(store) as statements, store.session(VICTIM, read_shared=True) as s:
+        s.search("anything")
     searches = [q for q in statements if "memories_fts MATCH" in q]
     assert searches and all("m.agent IN ('support', '')" in q and "m.tenant = 'acme'" in q for q in searches)
 

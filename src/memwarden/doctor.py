@@ -47,8 +47,7 @@ _BAD_SIZES = "SELECT id FROM memories WHERE size_bytes IS NOT length(CAST(conten
 
 def run(service: MemoryService) -> list[Finding]:
     findings: list[Finding] = []
-    conn = service.backend.conn
-    with service.backend.read():
+    with service.backend.read() as conn:
         for (msg,) in conn.execute("PRAGMA integrity_check").fetchall():
             if msg != "ok":
                 findings.append(Finding("sqlite", str(service.path), msg))

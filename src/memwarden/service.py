@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memwarden import audit
 from memwarden.errors import (
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
     from memwarden.session import Session
 
 DAY_MS = 86_400_000
+T = TypeVar("T")
 UNSET: Any = object()  # "not given": a save defaults it, an update keeps the current value
 MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the audit log
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
@@ -125,14 +125,14 @@ class MemoryService:
         from memwarden.providers import ProviderRegistry
 
         self.providers = ProviderRegistry()
-        self._refused: list[tuple[Context, str, str]] = []  # rows refused inside a transaction, reported after it
         self._check_key(key)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def _check_key(self, key: bytes) -> None:
         fp = fingerprint(key)
-        with self.backend.write() as tx:
+
+        def work(tx: Tx) -> None:
             row = tx.execute("SELECT value FROM meta WHERE key = 'key_fingerprint'").fetchone()
             if row is None:
                 tx.execute("INSERT INTO meta VALUES ('key_fingerprint', ?)", (fp,))
@@ -141,6 +141,8 @@ class MemoryService:
                     f"{self.backend.path} was signed with a different key (fingerprint {row[0][:12]}…); "
                     "set $MEMWARDEN_KEY or $MEMWARDEN_KEY_FILE to the key it was created with"
                 )
+
+        self._transact(work)
 
     @property
     def path(self) -> Path:
@@ -200,14 +202,38 @@ class MemoryService:
         else:
             days = self.policy.retention_days(Kind.FACT, ttl_days)
 
-        # 1. gate (G1, G6); an update without a confidence keeps the current one
-        gate_conf = 1.0 if confidence is UNSET else confidence
-        verdict = self.gate.check(Candidate(content, kind, ctx.source_type, metadata, gate_conf))
-        if verdict.verdict == REJECT:
-            return self._reject(ctx, content, verdict, update_id)
-        if verdict.content is not None:  # G4: session-scoped references stripped by the gate
-            content = verdict.content
+        # An update without a confidence keeps the current one.
+        candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
+        events: list[Event] = []
 
+        def work(tx: Tx) -> WriteResult:
+            # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
+            # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite.py).
+            verdict = self.gate.check(candidate)
+            if verdict.verdict == REJECT:
+                events.append(self._reject(tx, ctx, content, verdict, update_id))
+                return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
+            record = self._store(tx, ctx, candidate, verdict, events, days=days, sens=sens, confidence=confidence,
+                                 sensitivity=sensitivity, ttl_days=ttl_days, due_at=due_at, metadata=metadata,
+                                 derived_from=derived_from, update_id=update_id, expected_version=expected_version)
+            if record.status == Status.REVIEW:
+                why = verdict.reason() if verdict.verdict == REVIEW else "this session ingested untrusted content"
+                return WriteResult("review", record.id, record.version, verdict,
+                                   f"held for operator review ({why}); it will not be recalled until approved",
+                                   record)
+            return WriteResult("accepted", record.id, record.version, verdict, "saved", record)
+
+        result = self._transact(work)
+        self._commit_events(events)
+        return result
+
+    def _store(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, events: list[Event], *,
+               days: int, sens: int, confidence: Any, sensitivity: str | int | None, ttl_days: int | None,
+               due_at: int | None, metadata: Any, derived_from: Sequence[str], update_id: str | None,
+               expected_version: int | None) -> Record:
+        """taint → sign → store → audit for a candidate the gate let through (inside ``write``'s transaction)."""
+        kind = candidate.kind
+        content = candidate.content if verdict.content is None else verdict.content  # G4: references stripped
         # 2. taint (T2): the record inherits the session's trust; untrusted or gate-"review" content is held.
         trust = ctx.trust
         status = Status.REVIEW if (verdict.verdict == REVIEW or trust == Trust.UNTRUSTED) else Status.ACTIVE
@@ -216,79 +242,74 @@ class MemoryService:
                           session_id=ctx.session_id, source_type=ctx.source_type, sources=tuple(ctx.sources),
                           trust=trust, approval="none")
         size = len(content.encode("utf-8"))
-        events: list[Event] = []
-        with self._tx() as tx:
-            if update_id is None:
-                derived, inherited = self._check_derived(tx, ctx, derived_from)
-                if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
-                    trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
-                    status = Status.REVIEW
-                    prov = replace(prov, trust=trust)
-                self._check_capacity(tx, ctx, kind, size, events)
-                record = Record(
-                    id=new_id(), version=1, kind=kind, content=content, content_hash=content_hash(content),
-                    metadata=metadata or {}, confidence=float(gate_conf), sensitivity=sens, created_at=now,
-                    updated_at=now, expires_at=now + days * DAY_MS, due_at=due_at, status=status,
-                    derived_from=derived, provenance=prov,
-                )
-            else:
-                old = self._current_for_update(tx, ctx, update_id, expected_version)  # type: ignore[arg-type]
-                if old.kind != kind:
-                    raise InvalidInput(f"memory {update_id} is a {old.kind}; an update cannot change its kind")
-                self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
-                least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
-                record = replace(
-                    old, version=old.version + 1, content=content, content_hash=content_hash(content),
-                    metadata=metadata if metadata is not None else old.metadata,
-                    confidence=old.confidence if confidence is UNSET else float(confidence),
-                    sensitivity=sens if sensitivity is not None else old.sensitivity, updated_at=now,
-                    expires_at=old.expires_at if ttl_days is None else now + days * DAY_MS,
-                    due_at=due_at if due_at is not None else old.due_at,
-                    status=Status.REVIEW if least == Trust.UNTRUSTED or status == Status.REVIEW
-                    else Status.ACTIVE,
-                    provenance=replace(prov, trust=least),
-                )
-            # 3. sign (I1)
-            record = replace(record, signature=self.signer.sign_record(record))
-            # 4. store
-            if update_id is None:
-                self.backend.insert(tx, record)
-            else:
-                self.backend.replace(tx, record, now)
-            # 5. audit (A1): id + hash, never content
-            name = ("held" if record.status == Status.REVIEW else "updated" if update_id else "added")
-            ev = self._audit(tx, ctx, name, record.id,
-                             {"version": record.version, "kind": record.kind, "content_hash": record.content_hash,
-                              "bytes": record.size_bytes, "trust": record.provenance.trust,
-                              "source_type": ctx.source_type, "rules": verdict.rules,
-                              "rules_version": verdict.rules_version})
-        self._commit_events([*events, ev])
-        if record.status == Status.REVIEW:
-            why = verdict.reason() if verdict.verdict == REVIEW else "this session ingested untrusted content"
-            return WriteResult("review", record.id, record.version, verdict,
-                               f"held for operator review ({why}); it will not be recalled until approved",
-                               record)
-        return WriteResult("accepted", record.id, record.version, verdict, "saved", record)
+        if update_id is None:
+            derived, inherited = self._check_derived(tx, ctx, derived_from)
+            if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
+                trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
+                status = Status.REVIEW
+                prov = replace(prov, trust=trust)
+            self._check_capacity(tx, ctx, kind, size, events)
+            record = Record(
+                id=new_id(), version=1, kind=kind, content=content, content_hash=content_hash(content),
+                metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=sens, created_at=now,
+                updated_at=now, expires_at=now + days * DAY_MS, due_at=due_at, status=status,
+                derived_from=derived, provenance=prov,
+            )
+        else:
+            old = self._current_for_update(tx, ctx, update_id, expected_version)  # type: ignore[arg-type]
+            if old.kind != kind:
+                raise InvalidInput(f"memory {update_id} is a {old.kind}; an update cannot change its kind")
+            self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
+            least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
+            record = replace(
+                old, version=old.version + 1, content=content, content_hash=content_hash(content),
+                metadata=metadata if metadata is not None else old.metadata,
+                confidence=old.confidence if confidence is UNSET else float(confidence),
+                sensitivity=sens if sensitivity is not None else old.sensitivity, updated_at=now,
+                expires_at=old.expires_at if ttl_days is None else now + days * DAY_MS,
+                due_at=due_at if due_at is not None else old.due_at,
+                status=Status.REVIEW if least == Trust.UNTRUSTED or status == Status.REVIEW else Status.ACTIVE,
+                provenance=replace(prov, trust=least),
+            )
+        # 3. sign (I1)
+        record = replace(record, signature=self.signer.sign_record(record))
+        # 4. store
+        if update_id is None:
+            self.backend.insert(tx, record)
+        else:
+            self.backend.replace(tx, record, now)
+        # 5. audit (A1): id + hash, never content
+        name = ("held" if record.status == Status.REVIEW else "updated" if update_id else "added")
+        events.append(self._audit(tx, ctx, name, record.id,
+                                  {"version": record.version, "kind": record.kind,
+                                   "content_hash": record.content_hash, "bytes": record.size_bytes,
+                                   "trust": record.provenance.trust, "source_type": ctx.source_type,
+                                   "rules": verdict.rules, "rules_version": verdict.rules_version}))
+        return record
 
-    @contextmanager
-    def _tx(self) -> Iterator[Tx]:
-        """A write transaction; rows refused inside it are reported after it ends, committed or not."""
+    def _transact(self, work: Callable[[Tx], T]) -> T:
+        """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
+        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6)."""
+        seen: list[Tx] = []
+
+        def run(tx: Tx) -> T:
+            seen.append(tx)
+            return work(tx)
+
         try:
-            with self.backend.write() as tx:
-                yield tx
+            return self.backend.run_write(run)
         finally:
-            self._report_refused()
+            for tx in seen:
+                for ctx, mid, why in tx.refused:
+                    self._integrity_events(ctx, [(mid, why)])
 
-    def _reject(self, ctx: Context, content: Any, verdict: Verdict, memory_id: str | None) -> WriteResult:
+    def _reject(self, tx: Tx, ctx: Context, content: Any, verdict: Verdict, memory_id: str | None) -> Event:
         """G6: a rejected candidate is a security event, logged in full — except its secrets, which are masked."""
         shown = verdict.redacted or (content if isinstance(content, str) else repr(content))
-        with self.backend.write() as tx:
-            ev = self._audit(tx, ctx, "rejected", memory_id, {
-                "rules": verdict.rules, "kind": verdict.kind, "source_type": ctx.source_type,
-                "candidate": shown[:MAX_REJECTED_KEPT], "truncated": len(shown) > MAX_REJECTED_KEPT,
-                "hits": [h.to_dict() for h in verdict.hits], "rules_version": verdict.rules_version})
-        self._commit_events([ev])
-        return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
+        return self._audit(tx, ctx, "rejected", memory_id, {
+            "rules": verdict.rules, "kind": verdict.kind, "source_type": ctx.source_type,
+            "candidate": shown[:MAX_REJECTED_KEPT], "truncated": len(shown) > MAX_REJECTED_KEPT,
+            "hits": [h.to_dict() for h in verdict.hits], "rules_version": verdict.rules_version})
 
     def _audit(self, tx: Tx, ctx: Context, event: str, memory_id: str | None, details: dict[str, Any]) -> Event:
         s = ctx.scope
@@ -394,7 +415,8 @@ class MemoryService:
         """Delete one record in the caller's own scope (S4); returns every id removed (derived ones too)."""
         where, params = scope_clause(ctx.scope, read_shared=False)
         events: list[Event] = []
-        with self.backend.write() as tx:
+
+        def work(tx: Tx) -> list[str]:
             row = tx.execute(f"SELECT m.status FROM memories m WHERE m.id = ? AND {where}"
                              " AND m.expires_at > ? AND m.sensitivity <= ?",
                              (memory_id, *params, now_ms(), ctx.clearance)).fetchone()
@@ -403,7 +425,9 @@ class MemoryService:
             if row[0] == Status.REVIEW and not include_held:
                 raise HeldForReview(f"memory {memory_id} is held for operator review; only an operator can "
                                     "reject it")
-            removed = self._delete_tx(tx, ctx, memory_id, "removed", events)
+            return self._delete_tx(tx, ctx, memory_id, "removed", events)
+
+        removed = self._transact(work)
         self.backend.scrub()
         self._commit_events(events)
         return removed
@@ -421,11 +445,15 @@ class MemoryService:
         if not include_held:
             sql += " AND m.status = 'active'"
         events: list[Event] = []
-        removed: list[str] = []
-        with self.backend.write() as tx:
+
+        def work(tx: Tx) -> list[str]:
+            removed: list[str] = []
             for (mid,) in tx.execute(sql, params).fetchall():
                 if mid not in removed:
                     removed += self._delete_tx(tx, ctx, mid, "removed", events, reason="clear")
+            return removed
+
+        removed = self._transact(work)
         self.backend.scrub(compact_index=bool(removed))
         self._commit_events(events)
         return removed
@@ -434,8 +462,9 @@ class MemoryService:
         """D2: purge expired records everywhere (they were already invisible to every read), then compact the
         full-text index and truncate the WAL so no physical remnant of any deleted record is left (D3)."""
         events: list[Event] = []
-        removed: list[str] = []
-        with self.backend.write() as tx:
+
+        def work(tx: Tx) -> list[str]:
+            removed: list[str] = []
             rows = tx.execute("SELECT id, tenant, user_id, agent FROM memories WHERE expires_at <= ?",
                               (now_ms(),)).fetchall()
             for mid, tenant, user, agent in rows:
@@ -444,6 +473,9 @@ class MemoryService:
                 ctx = Context(Scope(tenant, user, agent or None), session_id="gc", actor=actor,
                               source_type=SourceType.OPERATOR)
                 removed += self._delete_tx(tx, ctx, mid, "expired", events)
+            return removed
+
+        removed = self._transact(work)
         self.backend.scrub(compact_index=True)
         self._commit_events(events)
         return removed
@@ -483,19 +515,14 @@ class MemoryService:
     def _serve(self, ctx: Context, rows: Iterable[Sequence[object]], *, tx: Tx) -> list[Record]:
         """``_check`` inside a write transaction; failures are reported once the transaction has ended."""
         good, bad = self._check(tx, rows)
-        self._refused.extend((ctx, mid, why) for mid, why in bad)
+        tx.refused.extend((ctx, mid, why) for mid, why in bad)
         return good
-
-    def _report_refused(self) -> None:
-        pending, self._refused = self._refused, []
-        for ctx, mid, why in pending:
-            self._integrity_events(ctx, [(mid, why)])
 
     def _integrity_events(self, ctx: Context, bad: Sequence[tuple[str, str]], **details: Any) -> None:
         if not bad:
             return
-        with self.backend.write() as tx:
-            evs = [self._audit(tx, ctx, "integrity_failure", mid, {"problem": why, **details}) for mid, why in bad]
+        evs = self._transact(lambda tx: [self._audit(tx, ctx, "integrity_failure", mid, {"problem": why, **details})
+                                         for mid, why in bad])
         self._commit_events(evs)
 
     def report_integrity(self, ctx: Context, refused: Sequence[Checked], *, via: str) -> None:
@@ -504,8 +531,7 @@ class MemoryService:
 
     def record_event(self, ctx: Context, event: str, details: dict[str, Any], memory_id: str | None = None) -> Event:
         """Append one audit event that changes no record (reads, exports) and publish it."""
-        with self.backend.write() as tx:
-            ev = self._audit(tx, ctx, event, memory_id, details)
+        ev = self._transact(lambda tx: self._audit(tx, ctx, event, memory_id, details))
         self._commit_events([ev])
         return ev
 
@@ -519,19 +545,21 @@ class MemoryService:
                       total: int) -> None:
         """Record a session and what its frozen prompt block carried (P1, A2), in one transaction."""
         s = ctx.scope
-        with self.backend.write() as tx:
+
+        def work(tx: Tx) -> list[Event]:
             tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
                        " snapshot_sha256) VALUES (?,?,?,?,?,?,?,?)",
                        (ctx.session_id, s.tenant, s.user, s.agent_key, now_ms(), ctx.clearance,
                         json.dumps(list(workspace)), snapshot_sha256))
-            evs = [self._audit(tx, ctx, "session_started", None, {"snapshot_sha256": snapshot_sha256,
-                                                                   "workspace": list(workspace)}),
-                   self._audit(tx, ctx, "injected", None, {"ids": list(shown), "total": total})]
-        self._commit_events(evs)
+            return [self._audit(tx, ctx, "session_started", None, {"snapshot_sha256": snapshot_sha256,
+                                                                    "workspace": list(workspace)}),
+                    self._audit(tx, ctx, "injected", None, {"ids": list(shown), "total": total})]
+
+        self._commit_events(self._transact(work))
 
     def end_session(self, ctx: Context) -> None:
-        with self.backend.write() as tx:
-            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), ctx.session_id))
+        self._transact(lambda tx: tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?",
+                                             (now_ms(), ctx.session_id)))
 
     def log_reads(self, ctx: Context, event: str, records: Sequence[Record], details: dict[str, Any]) -> Event:
         """A2: record which memories reached this session, with how."""

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from memwarden.gate import REJECT, Candidate, RuleHit
 from memwarden.gate.classify import classify
 from memwarden.gate.normalize import Normalized, normalize
+from memwarden.gate.prefilter import RuleMatcher
 from memwarden.gate.rules import (
-    AGENT_CUE,
+    AGENT_CUES,
     DECODE_AND_FOLLOW,
     EXFIL_VERBS,
     IMPERATIVE_VERBS,
@@ -42,6 +43,7 @@ from memwarden.policy import Policy
 
 STRIP = "strip"  # a hit whose span is removed from the stored content (G4); does not block the write
 _TOKEN = re.compile(r"\w+")
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9_]+")  # \w on ASCII text
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _B64 = re.compile(r"(?<![\w+/-])(?:[A-Za-z0-9+/]{4}){4,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{1,3})?"
                   r"(?![\w+/=-])|(?<![\w+/-])[A-Za-z0-9_-]{22,}={0,2}(?![\w+/=-])")
@@ -57,7 +59,7 @@ MAX_DECODED_CHARS = 8192
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     rule: Rule
-    rx: re.Pattern[str]
+    matcher: RuleMatcher
     words: frozenset[str]
     needles: tuple[str, ...]
 
@@ -66,8 +68,7 @@ def _compile(rules: Iterable[Rule]) -> tuple[_Compiled, ...]:
     out = []
     for rule in rules:
         words = frozenset(part for w in rule.words for part in _TOKEN.findall(w.casefold()))
-        rx = re.compile("|".join(f"(?:{p})" for p in rule.patterns))
-        out.append(_Compiled(rule, rx, words, rule.needles))
+        out.append(_Compiled(rule, RuleMatcher(rule.patterns), words, rule.needles))
     return tuple(out)
 
 
@@ -93,10 +94,15 @@ class Analysis:
     normalized: Normalized | None = None
 
 
+def _words(text: str) -> list[str]:
+    """``\\w+`` runs; on ASCII text the same runs by a byte-class scan (no Unicode category lookups)."""
+    return (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
+
+
 def _tokens(n: Normalized) -> set[str]:
-    tokens = set(_TOKEN.findall(n.skeleton))
+    tokens = set(_words(n.skeleton))
     if n.text != n.skeleton:
-        tokens.update(_TOKEN.findall(n.text))
+        tokens.update(_words(n.text))
     if "_" in n.skeleton:
         tokens.update(part for tok in [t for t in tokens if "_" in t] for part in tok.split("_"))
     return tokens
@@ -124,9 +130,9 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
         if rule.id in done:
             continue
         target = latin if rule.script == "latin" else text
-        m = c.rx.search(target)
+        m = c.matcher.search(target, tokens)
         if m is None and rule.script == "latin" and text != latin:
-            m = c.rx.search(text)
+            m = c.matcher.search(text, tokens)
             in_skeleton = False
         else:
             in_skeleton = rule.script == "latin"
@@ -138,7 +144,7 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     return hits
 
 
-_AGENT = re.compile(AGENT_CUE)
+_AGENT = RuleMatcher(AGENT_CUES)  # ≡ re.compile(AGENT_CUE).search, skipping cues whose words are absent
 _SENSITIVE_SYMBOLIC = re.compile(SENSITIVE_SYMBOLIC)
 
 
@@ -189,11 +195,11 @@ def _standing_instruction(n: Normalized, tokens: set[str]) -> list[RuleHit]:
     starts = set(_CLAUSE_START.findall(text))
     if _AGENT_WORDS.isdisjoint(tokens) and _IMPERATIVE_WORDS.isdisjoint(starts) and _LEAD_WORDS.isdisjoint(starts):
         return []
-    if not _AGENT.search(text):
+    if not _AGENT.search(text, tokens):
         return []
     for m in _CLAUSE.finditer(text):
         clause = m.group()
-        if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip()):
+        if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip(), tokens):
             continue
         words = set(_TOKEN.findall(clause))
         sensitive = _sensitive(clause, words)
@@ -222,6 +228,14 @@ def _printable_text(raw: bytes) -> str | None:
     good = sum(ch.isprintable() or ch in "\n\t" for ch in text)
     letters = sum(ch.isalpha() for ch in text)
     return text if good >= 0.95 * len(text) and letters >= 0.5 * len(text.replace(" ", "")) else None
+
+
+def _may_hold_blob(text: str) -> bool:
+    """``_BLOB_GATE.search(text)``, answered without a scan when no whitespace-free run is 16 characters long
+    (a blob has no whitespace, so it lies inside one such run)."""
+    if "\\x" not in text and max(map(len, text.split()), default=0) < 16:
+        return False
+    return _BLOB_GATE.search(text) is not None
 
 
 def _decode_blobs(original: str) -> list[tuple[tuple[int, int], str, str]]:
@@ -276,7 +290,7 @@ def _encoded_hits(original: str, n: Normalized, tokens: set[str]) -> list[RuleHi
                             n.original_span(m.start(), m.end(), in_skeleton=True)))
         return hits
     budget = [MAX_DECODED_CHARS]
-    blobs = _decode_blobs(original) if _BLOB_GATE.search(original) else []
+    blobs = _decode_blobs(original) if _may_hold_blob(original) else []
     for span, enc, decoded in blobs:
         inner = _inner_rules(decoded, 1, budget)
         if inner:

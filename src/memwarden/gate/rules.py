@@ -822,18 +822,23 @@ IMPERATIVE_VERBS = (
     "trust|grant|add|request|apply|force|release|refund|unlock|reset|export|fetch|load|import|execute|"
     "obey|comply|disclose"
 )
-AGENT_CUE = (
+# A clause addresses the assistant: an imperative at its start (after an optional "when X," lead-in), "you",
+# "the assistant", or "every answer must". Kept as separate alternatives so the gate's prefilter can skip those
+# whose words are absent (gate/prefilter.py); AGENT_CUE is their alternation.
+AGENT_CUES = (
     rf"(?:^|[:;]\s*|^\s*(?:when|whenever|if|once|as soon as|the moment|should|any ?time|later|after|next time|"
     rf"in \d+ sessions|from (?:now|today)(?: on| onward| onwards)?|for (?:any|all|every|each)|going forward|"
-    rf"in (?:the )?future)\b[^.!?\n]{{0,100}}?,\s*)(?:(?:remember to|make sure (?:to|you)|be sure to|don't forget to|"
-    rf"do not forget to|keep in mind to|please|just|also|then|and|always|never|now|immediately|automatically|"
-    rf"silently|quietly|kindly|simply|permanently|forever|henceforth|do not|don't|never)\s+){{0,3}}"
-    rf"(?:{IMPERATIVE_VERBS})\b(?=\s+[^\s.!?])|\byou(?:r|rself)?\b|(?:^|\b(?:the|this|dear|"
-    rf"our|my|your)\s+|(?:note|reminder|message|instruction)s? (?:to|for) (?:the )?)(?:assistant|agent|ai|model|"
-    rf"bot|chatbot|llm|gpt|copilot)(?:'s)?\b|\b(?:every|each|all|any)\s+(?:answer|reply|"
-    rf"response|output|message|email|commit|summary|summaries|answers|replies|responses|outputs|messages)s?\b"
-    rf"[^.!?\n]{{0,20}}\b(?:must|should|shall|will|has to|have to|needs? to)\b"
+    rf"in (?:the )?future)\b[^.!?\n]{{0,100}}?,\s*)(?:(?:remember to|make sure (?:to|you)|be sure to|"
+    rf"don't forget to|do not forget to|keep in mind to|please|just|also|then|and|always|never|now|immediately|"
+    rf"automatically|silently|quietly|kindly|simply|permanently|forever|henceforth|do not|don't|never)\s+){{0,3}}"
+    rf"(?:{IMPERATIVE_VERBS})\b(?=\s+[^\s.!?])",
+    r"\byou(?:r|rself)?\b",
+    r"(?:^|\b(?:the|this|dear|our|my|your)\s+|(?:note|reminder|message|instruction)s? (?:to|for) (?:the )?)"
+    r"(?:assistant|agent|ai|model|bot|chatbot|llm|gpt|copilot)(?:'s)?\b",
+    r"\b(?:every|each|all|any)\s+(?:answer|reply|response|output|message|email|commit|summary|summaries|answers|"
+    r"replies|responses|outputs|messages)s?\b[^.!?\n]{0,20}\b(?:must|should|shall|will|has to|have to|needs? to)\b",
 )
+AGENT_CUE = "|".join(f"(?:{alt})" for alt in AGENT_CUES)
 EXFIL_VERBS = r"(?<![-\w])(?:send|forward|upload|post|email|mail|leak|include|append|attach|embed|echo|paste|copy|" \
     r"export)\b(?!-)"
 ROUTE_VERBS = r"(?<![-\w])(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b(?!-)"

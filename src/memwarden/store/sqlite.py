@@ -1,6 +1,7 @@
-"""Embedded SQLite backend: WAL, ``synchronous=FULL`` by default (an acknowledged write is on disk, I3), one connection
-per :class:`SqliteBackend` guarded by a lock, ``BEGIN IMMEDIATE`` for every write so concurrent writers (threads or
-processes) serialise instead of losing updates (I2).
+"""Embedded SQLite backend: WAL, ``synchronous=FULL`` by default (an acknowledged write is on disk, I3), a write
+connection and a read connection per :class:`SqliteBackend`, ``BEGIN IMMEDIATE`` for every write so concurrent
+writers (threads or processes) serialise instead of losing updates (I2), and group commit so that writers queued
+in one process share an fsync.
 
 Scope (S1–S3) is always part of the SQL ``WHERE`` built by :func:`scope_clause`; no read filters in Python.
 """
@@ -11,9 +12,10 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from platformdirs import user_data_dir
@@ -129,13 +131,53 @@ def resolve_durability(durability: str | None) -> str:
     return value
 
 
+MAX_GROUP = 64  # writes that may share one commit (bounds how long a queued writer waits for its fsync)
+T = TypeVar("T")
+
+
+class NotCommitted(sqlite3.OperationalError):
+    """A write's work ran, but the commit that held it failed: nothing of it is stored."""
+
+
+class _Request:
+    """One queued write: its work, its outcome, and a lock its thread sleeps on until it is done or must lead."""
+
+    __slots__ = ("done", "error", "lead", "raw", "result", "wake", "work")
+
+    def __init__(self, work: Callable[[Any], Any], raw: bool) -> None:
+        self.work = work
+        self.raw = raw  # runs alone, on the bare connection, outside any transaction
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = False
+        self.lead = False  # woken to become the combiner
+        self.wake = threading.Lock()
+        self.wake.acquire()
+
+
 class SqliteBackend:
+    """Two connections: ``conn`` for writes and ``reader`` for reads (WAL lets it read the last committed state
+    while a write is syncing; guarded by ``read_lock``).
+
+    **Group commit** (flat combining). A writer hands its work to :meth:`run_write`. If no other thread is
+    writing, it becomes the *combiner* and runs it at once: ``BEGIN IMMEDIATE``, work, ``COMMIT`` — a lone writer
+    pays nothing for grouping. Writers that arrive meanwhile queue their work and sleep; the combiner then runs
+    everything queued in one transaction, each piece in its own savepoint (a failure undoes only that piece),
+    commits once — one fsync for all of them — and wakes them with their results. Every call returns only after
+    the commit holding its work is durable; if that commit fails, every call of the group raises
+    :class:`NotCommitted`. Readers never see a group's uncommitted work: they use their own connection."""
+
     def __init__(self, path: Path, durability: str = "full") -> None:
         self.path = path
         self.durability = resolve_durability(durability)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-        self.lock = threading.RLock()
+        self._mutex = threading.Lock()  # guards _pending and _busy
+        self._pending: list[_Request] = []
+        self._busy = False  # a thread (the combiner) owns ``conn``
+        self._local = threading.local()  # .combining: this thread is running write work (nesting is a bug)
+        self.commits = 0  # write transactions committed
+        self.committed_writes = 0  # run_write calls they held (more than commits when writes were grouped)
         c = self.conn
         c.execute("PRAGMA busy_timeout = 30000")
         # Small pages: a save dirties ~20 pages (record, indexes, FTS segment, audit); at 1 KiB each the WAL
@@ -147,50 +189,155 @@ class SqliteBackend:
             raise UnsupportedURL(f"cannot use WAL journal mode on {path} (got {mode})")
         c.execute(f"PRAGMA synchronous = {DURABILITY[self.durability]}")
         c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA temp_store = MEMORY")  # savepoint journals of grouped writes stay in memory
         c.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: deleted content leaves no remnant (D3)
-        with self.write() as tx:
+
+        def schema(tx: Tx) -> None:
             tx.executescript_safe(DDL)
             tx.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()
+        self.run_write(schema)
+        self.reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                      check_same_thread=False, timeout=30.0)
+        self.reader.execute("PRAGMA busy_timeout = 30000")
+        self.read_lock = threading.Lock()
 
-    @contextmanager
-    def write(self) -> Iterator[Tx]:
-        """One durable write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``); rolled back on any exception."""
-        with self.lock:
+    def close(self) -> None:
+        with self.read_lock:
+            self.reader.close()
+        self.run_exclusive(lambda conn: conn.close())
+
+    # --- writes ----------------------------------------------------------------------------------------------
+
+    def run_write(self, work: Callable[[Tx], T]) -> T:
+        """Run ``work(tx)`` in a durable write transaction, possibly shared with other threads' writes (see the
+        class docstring); returns its result once committed, or raises what it raised (nothing of it stored)."""
+        return self._submit(_Request(work, raw=False))  # type: ignore[no-any-return]
+
+    def run_exclusive(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work(conn)`` alone on the write connection, outside any transaction, in queue order (WAL
+        checkpoints, index maintenance, closing)."""
+        return self._submit(_Request(work, raw=True))  # type: ignore[no-any-return]
+
+    def _submit(self, req: _Request) -> Any:
+        if getattr(self._local, "combining", False):
+            raise RuntimeError("nested write transaction on the same store")  # a bug in memwarden, not input
+        with self._mutex:
+            self._pending.append(req)
+            lead = not self._busy
+            self._busy = True
+        while not lead:
+            req.wake.acquire()  # sleeps until the combiner finished our work, or handed us the lead
+            if req.done:
+                return self._outcome(req)
+            lead = req.lead
+        try:
+            while not req.done:
+                with self._mutex:
+                    head = self._pending
+                    n = 1 if head[0].raw else next((i for i, r in enumerate(head[:MAX_GROUP]) if r.raw),
+                                                   min(len(head), MAX_GROUP))
+                    batch, self._pending = head[:n], head[n:]
+                self._local.combining = True
+                try:
+                    if batch[0].raw:
+                        self._run_raw(batch[0])
+                    else:
+                        self._run_group(batch)
+                finally:
+                    self._local.combining = False
+                    for other in batch:
+                        if other is not req:
+                            other.done = True
+                            other.wake.release()
+        finally:
+            self._hand_off()
+        return self._outcome(req)
+
+    @staticmethod
+    def _outcome(req: _Request) -> Any:
+        if req.error is not None:
+            raise req.error
+        return req.result
+
+    def _run_raw(self, req: _Request) -> None:
+        try:
+            req.result = req.work(self.conn)
+        except Exception as exc:
+            req.error = exc
+        finally:
+            req.done = True
+
+    def _run_group(self, batch: list[_Request]) -> None:
+        """One transaction for every request of the batch; each request's outcome is set, and ``done``."""
+        grouped = len(batch) > 1
+        try:
             self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield Tx(self.conn)
-            except BaseException:
+            for r in batch:
+                if grouped:
+                    self.conn.execute("SAVEPOINT w")
+                try:
+                    r.result = r.work(Tx(self.conn))
+                except Exception as exc:
+                    r.error = exc
+                    if grouped:
+                        self.conn.execute("ROLLBACK TO w")
+                if grouped:
+                    self.conn.execute("RELEASE w")
+            if not grouped and batch[0].error is not None:
                 self.conn.execute("ROLLBACK")
+            else:
+                self.conn.execute("COMMIT")
+                self.commits += 1
+                self.committed_writes += sum(r.error is None for r in batch)
+        except BaseException as exc:  # BEGIN or COMMIT failed (busy, I/O error, disk full) or an interrupt
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            for r in batch:
+                if r.error is None:
+                    r.error = NotCommitted(f"the write was not committed: {exc}")
+                    r.error.__cause__ = exc
+            if not isinstance(exc, Exception):
                 raise
-            self.conn.execute("COMMIT")
+        finally:
+            for r in batch:
+                r.done = True
+
+    def _hand_off(self) -> None:
+        """Leave the combiner role: the oldest queued writer (if any) takes it over."""
+        with self._mutex:
+            nxt = self._pending[0] if self._pending else None
+            if nxt is None:
+                self._busy = False
+                return
+            nxt.lead = True
+        nxt.wake.release()
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A consistent read snapshot (``BEGIN DEFERRED``)."""
-        with self.lock:
-            self.conn.execute("BEGIN")
+        """A consistent read snapshot of committed data (``BEGIN DEFERRED`` on the read connection)."""
+        with self.read_lock:
+            self.reader.execute("BEGIN")
             try:
-                yield self.conn
+                yield self.reader
             finally:
-                self.conn.execute("COMMIT")
+                self.reader.execute("COMMIT")
 
     def scrub(self, *, compact_index: bool = False) -> None:
         """After deletes: fold the WAL back and truncate it so old frames holding deleted content are gone;
         with ``compact_index``, also rewrite the FTS5 index so no term of a deleted record survives (D3).
         Best effort: a concurrent reader can keep a checkpoint from completing; the next scrub finishes it."""
-        with self.lock:
+        def work(conn: sqlite3.Connection) -> None:
             if compact_index:
-                self.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+        self.run_exclusive(work)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        """One read statement under the connection lock (no transaction needed for a single SELECT)."""
-        with self.lock:
-            return self.conn.execute(sql, params).fetchall()
+        """One read statement on the read connection (no transaction needed for a single SELECT)."""
+        with self.read_lock:
+            return self.reader.execute(sql, params).fetchall()
 
     # --- record primitives (called inside ``write()``) -------------------------------------------------------
 
@@ -235,10 +382,11 @@ class SqliteBackend:
 class Tx:
     """A thin handle on the connection inside one transaction (so callers cannot commit half-way)."""
 
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "refused")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._c = conn
+        self.refused: list[tuple[Any, str, str]] = []  # (context, id, why) of rows a read inside it refused
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         return self._c.execute(sql, params)

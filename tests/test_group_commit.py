@@ -1,0 +1,177 @@
+"""I2/I3 under group commit (store/sqlite.py): writers of one process that queue up share a commit, and still
+every acknowledged write is durable, a failing write undoes only itself, a failed commit fails every write it
+held, and readers never see a group's uncommitted work."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import memwarden
+from memwarden import audit, doctor
+from memwarden.service import MemoryService
+from memwarden.store.sqlite import NotCommitted, SqliteBackend, Tx
+
+SCOPE = memwarden.Scope(tenant="acme", user="u-gc", agent="writer")
+
+
+def _queued(backend: SqliteBackend, n: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(backend._pending) < n:
+        assert time.monotonic() < deadline, "writers did not queue"
+        time.sleep(0.001)
+
+
+def _grouped(backend: SqliteBackend, others: list[Callable[[Tx], Any]]) -> tuple[list[Any], list[Any]]:
+    """Run ``others`` as one group: a first write holds the combiner role until all of them have queued."""
+    def blocker(tx: Tx) -> str:
+        _queued(backend, len(others))
+        tx.execute("INSERT INTO meta VALUES ('blocker', '1')")
+        return "blocker"
+
+    results: list[Any] = [None] * len(others)
+    errors: list[Any] = [None] * len(others)
+
+    def submit(i: int) -> None:
+        try:
+            results[i] = backend.run_write(others[i])
+        except BaseException as exc:
+            errors[i] = exc
+
+    def first_write() -> None:
+        try:
+            results.append(backend.run_write(blocker))
+        except BaseException as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=first_write)
+    first.start()
+    while not backend._busy:
+        time.sleep(0.001)
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(others))]
+    for t in threads:
+        t.start()
+    for t in [first, *threads]:
+        t.join(30)
+    return results, errors
+
+
+def _meta(key: str) -> Callable[[Tx], str]:
+    def work(tx: Tx) -> str:
+        tx.execute("INSERT INTO meta VALUES (?, 'v')", (key,))
+        return key
+    return work
+
+
+def test_i3_group_commit_one_commit_for_queued_writers(store: MemoryService) -> None:
+    backend = store.backend
+    before = backend.commits
+    results, errors = _grouped(backend, [_meta(f"k{i}") for i in range(5)])
+    assert errors == [None] * 5
+    assert results[:5] == [f"k{i}" for i in range(5)]
+    assert backend.commits - before == 2  # the blocker alone, then the five queued behind it together
+    keys = {r[0] for r in backend.query("SELECT key FROM meta WHERE value = 'v'")}
+    assert keys == {f"k{i}" for i in range(5)}
+
+
+def test_i2_group_commit_a_failing_write_undoes_only_itself(store: MemoryService) -> None:
+    def failing(tx: Tx) -> None:
+        tx.execute("INSERT INTO meta VALUES ('bad', 'v')")
+        raise ValueError("this write fails after writing")
+
+    results, errors = _grouped(store.backend, [_meta("a"), failing, _meta("b")])
+    assert results[0] == "a" and results[2] == "b"
+    assert isinstance(errors[1], ValueError) and errors[0] is None and errors[2] is None
+    keys = {r[0] for r in store.backend.query("SELECT key FROM meta WHERE value = 'v'")}
+    assert keys == {"a", "b"}
+
+
+class _FailingCommit:
+    """The write connection, except that its second COMMIT fails (as a full disk or an I/O error would)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.commits = 0
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if sql == "COMMIT":
+            self.commits += 1
+            if self.commits == 2:
+                raise sqlite3.OperationalError("disk I/O error")
+        return self._conn.execute(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_i3_group_commit_a_failed_commit_fails_every_write_it_held(store: MemoryService,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = store.backend
+    proxy = _FailingCommit(backend.conn)
+    monkeypatch.setattr(backend, "conn", proxy)
+    results, errors = _grouped(backend, [_meta("x"), _meta("y")])
+    assert results[2:] == ["blocker"]  # committed alone, first
+    assert len(errors) == 2 and all(isinstance(e, NotCommitted) for e in errors), errors
+    assert backend.query("SELECT key FROM meta WHERE key IN ('x', 'y')") == []
+    assert not backend.conn.in_transaction
+    monkeypatch.undo()
+    with store.session(SCOPE) as s:  # the store keeps working
+        assert s.save("Saved after a failed commit", kind="fact").status == "accepted"
+    assert audit.verify(backend, store.signer) == []
+
+
+def test_i3_readers_never_see_uncommitted_group_work(store: MemoryService) -> None:
+    seen: list[Any] = []
+
+    def work(tx: Tx) -> None:
+        tx.execute("INSERT INTO meta VALUES ('pending', 'v')")
+        seen.append(store.backend.query("SELECT key FROM meta WHERE key = 'pending'"))
+
+    store.backend.run_write(work)
+    assert seen == [[]]
+    assert store.backend.query("SELECT key FROM meta WHERE key = 'pending'") == [("pending",)]
+
+
+def test_i2_nested_write_is_refused_not_deadlocked(store: MemoryService) -> None:
+    def outer(tx: Tx) -> None:
+        store.backend.run_write(lambda inner: None)
+
+    with pytest.raises(RuntimeError, match="nested write"):
+        store.backend.run_write(outer)
+    store.backend.run_write(_meta("after"))  # the combiner role was handed back
+
+
+def test_i3_many_threads_saving_lose_nothing_and_keep_the_chain(store: MemoryService) -> None:
+    ids: list[str] = []
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            with store.session(memwarden.Scope("acme", f"u-{n}", "writer")) as s:
+                for i in range(40):
+                    r = s.save(f"Thread {n} remembers item {i} about the kiln", kind="episode")
+                    assert r.status == "accepted", r.message
+                    with lock:
+                        ids.append(r.id or "")
+        except BaseException as exc:
+            failures.append(exc)
+
+    commits_before = store.backend.commits
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failures == []
+    assert len(ids) == 320
+    rows = store.backend.query(f"SELECT count(*) FROM memories WHERE id IN ({','.join('?' * len(ids))})", ids)
+    assert rows == [(320,)]
+    assert store.backend.commits - commits_before <= 320 + 16  # saves plus session starts/ends, at most
+    assert audit.verify(store.backend, store.signer) == []
+    assert doctor.run(store) == []
