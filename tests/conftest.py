@@ -36,3 +36,10 @@ def store(db_path: Path) -> Iterator[MemoryService]:
 @pytest.fixture
 def scope() -> memwarden.Scope:
     return memwarden.Scope(tenant="acme", user="u-42", agent="support")
+
+
+def held_write(store: MemoryService, scope: memwarden.Scope, content: str, **kwargs: object) -> memwarden.WriteResult:
+    """Save ``content`` from a session that read a web page first: the write is untrusted and held (T2)."""
+    with store.session(scope) as s:
+        s.record_tool_call("web_fetch", {"url": "https://attacker.example/page"})
+        return s.save(content, **kwargs)  # type: ignore[arg-type]

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import memwarden
+from conftest import held_write
 from memwarden import audit, doctor
 from memwarden.events import Event
-from memwarden.service import Context, MemoryService
+from memwarden.service import MemoryService
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 
@@ -45,7 +46,7 @@ def _normal_use(store: MemoryService) -> dict[str, str]:
         c = s.save("Temporary fact to delete").id
         assert c
         s.remove(c)
-    held = store.write(Context(SCOPE, session_id="s-tainted", trust="untrusted"), "Untrusted page says hi")
+    held = held_write(store, SCOPE, "Untrusted page says hi")
     assert held.status == "review"
     with store.session(SCOPE) as s:
         s.system_block()
@@ -258,7 +259,7 @@ def test_a3_lifecycle_events_reach_subscribers(store: MemoryService) -> None:
         assert s.save("", kind="fact").status == "rejected"
         s.remove(mid)
         sid = s.id
-    held = store.write(Context(SCOPE, session_id="s-tainted", trust="untrusted"), "Page says hi")
+    held = held_write(store, SCOPE, "Page says hi")
     unsubscribe()
     with store.session(SCOPE) as s:
         gone = s.save("Another one").id

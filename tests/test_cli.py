@@ -83,7 +83,7 @@ def cli(runner: CliRunner, db_path: Path, lib: MemoryService) -> Cli:
 
 
 def _ctx(scope: memwarden.Scope, trust: str = "trusted", source_type: str = "model") -> Context:
-    return Context(scope, session_id=new_id(), source_type=source_type, actor="agent:test", trust=trust)
+    return Context(scope, session_id=new_id(), source_type=source_type, actor="system:test", trust=trust)
 
 
 def _save(cli: Cli, text: str, *extra: str) -> str:
@@ -442,7 +442,7 @@ def test_a4_beliefs_shows_source_trust_and_approval(cli: Cli, lib: MemoryService
             memwarden.Scope("acme", "u-42", "research"),
             session_id=new_id(),
             source_type="tool",
-            actor="agent:research",
+            actor="system:research",
             sources=("web_fetch:https://example.com/x",),
             trust="untrusted",
         ),

@@ -140,7 +140,7 @@ def test_i2_update_needs_the_current_version(store: MemoryService) -> None:
         assert (stale["expected_version"], stale["actual_version"]) == (1, 2)
         assert s.view(mid).content == "Deploy target is prod"
     with pytest.raises(InvalidInput):
-        store.write(Context(SCOPE, session_id="s-x"), "Deploy target is qa", update_id=mid)
+        store.write(Context(SCOPE, session_id="s-x", actor="system:test"), "Deploy target is qa", update_id=mid)
     assert [h["version"] for h in store.history(mid)] == [1]
 
 

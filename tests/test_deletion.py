@@ -329,8 +329,8 @@ def test_d3_derived_from_another_scope_is_refused(store: MemoryService) -> None:
     with store.session(memwarden.Scope("globex", "u-42", "support")) as s:
         foreign = _save(s, "Globex secret roadmap")
     with pytest.raises(InvalidInput):
-        store.write(Context(SCOPE, session_id="s-x", source_type="consolidation"), "Summary",
-                    derived_from=[foreign])
+        store.write(Context(SCOPE, session_id="s-x", source_type="consolidation", actor="system:consolidate"),
+                    "Summary", derived_from=[foreign])
 
 
 def test_d3_doctor_reports_planted_zombies(store: MemoryService, db_path: Path) -> None:

@@ -69,7 +69,7 @@ def _run_and_kill(db_path: Path, threads: int = 1) -> list[tuple[int, str]]:
 def _assert_all_acked_present(db_path: Path, acks: list[tuple[int, str]], content_for: Any) -> None:
     with memwarden.open(db_path) as store:
         child_scope = memwarden.Scope("acme", "u-kill", "writer")
-        ctx = Context(child_scope, session_id="s-check")
+        ctx = Context(child_scope, session_id="s-check", actor="system:check")
         for i, mid in acks:
             rec = store.get(ctx, mid)  # raises NotFound / IntegrityError if lost or corrupt
             assert rec.content == content_for(i)

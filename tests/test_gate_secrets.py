@@ -78,6 +78,8 @@ def _azure_client_secret(rng: random.Random) -> str:
 
 # kind -> generator of one fake credential (the whole string is the secret and the expected span).
 TOKEN_GENERATORS: dict[str, list[Callable[[random.Random], str]]] = {
+    "memwarden_token": [lambda r: "mw_operator_" + _r(r, URLSAFE, 43), lambda r: "mw_agent_" + _r(r, URLSAFE, 43),
+                        lambda r: "mw_agent_" + _r(r, AN, 43)],
     "aws_access_key": [lambda r: "AKIA" + _r(r, B32, 16), lambda r: "ASIA" + _r(r, B32, 16),
                        lambda r: "ABIA" + _r(r, UPPER_DIGITS, 16)],
     "github_token": [lambda r: "ghp_" + _r(r, AN, 36), lambda r: "gho_" + _r(r, AN, 36),

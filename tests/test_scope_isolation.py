@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memwarden
+from conftest import held_write
 from memwarden.errors import IdentityRequired, InvalidInput, NotFound
 from memwarden.ids import new_id
 from memwarden.prompt_block import parse_blocks
-from memwarden.service import Context, MemoryService
+from memwarden.service import MemoryService
 
 VICTIM = memwarden.Scope(tenant="acme", user="u-1", agent="support")
 SHARED = memwarden.Scope(tenant="acme", user="u-1")  # agent=None: shared by all agents of u-1
@@ -120,7 +121,7 @@ def test_s1_cross_scope_reads_return_nothing_through_tool_dispatcher(store: Memo
 
 @pytest.mark.parametrize("who", sorted(ATTACKERS))
 def test_s1_held_record_of_another_scope_is_not_found(store: MemoryService, who: str) -> None:
-    held = store.write(Context(VICTIM, session_id="s-victim", trust="untrusted"), "Victim held note")
+    held = held_write(store, VICTIM, "Victim held note")
     assert held.status == "review" and held.id
     ghost = new_id()
     with store.session(ATTACKERS[who], read_shared=True) as s:

@@ -183,8 +183,8 @@ def test_tools_gate_rejection_is_a_result(sess: memwarden.Session) -> None:
 
 
 @pytest.mark.parametrize(("name", "args", "code"), [
-    ("memory_promote", {"id": "x"}, "unknown_tool"),
-    ("memory_approve", {}, "unknown_tool"),
+    ("memory_promote", {"id": "x"}, "forbidden"),
+    ("memory_approve", {}, "forbidden"),
     ("", {}, "unknown_tool"),
     ("MEMORY_SAVE", {"content": "x"}, "unknown_tool"),
     ("memory_save", [1, 2], "invalid_arguments"),
@@ -240,7 +240,7 @@ def test_tools_errors_are_dicts(store: MemoryService, sess: memwarden.Session, n
 
 
 def test_tools_unknown_tool_lists_available(sess: memwarden.Session) -> None:
-    out = sess.call_tool("memory_promote", {"id": "x"})
+    out = sess.call_tool("memory_frobnicate", {"id": "x"})
     assert _is_error(out, "unknown_tool")
     assert all(n in out["message"] for n in NAMES)
 

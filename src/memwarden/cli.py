@@ -12,6 +12,11 @@ traceback).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # `python -m memwarden.cli`: run the importable module, where every subcommand is
+    from memwarden.cli import main as _main  # registered (cli_review imports it), not a second copy of it
+
+    _main()
+
 import json
 import os
 import sqlite3
@@ -485,12 +490,22 @@ def save(
         ),
     ] = None,
     confidence: Annotated[float, typer.Option(min=0.0, max=1.0, help="How sure you are, 0 to 1.")] = 1.0,
+    trigger: Annotated[
+        list[str] | None,
+        typer.Option("--trigger", show_default=False,
+                     help="Procedures only (repeatable): a phrase that makes agents of the scope use it."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Save a memory as the operator (trusted, source_type=operator), through the write gate."""
+    """Save a memory as the operator (trusted, source_type=operator), through the write gate. A procedure
+    (--kind procedure) needs at least one --trigger phrase."""
+    from memwarden.procedures import check_triggers
     from memwarden.session import parse_due
 
     scope = require_scope(tenant, user, agent)
+    if trigger and kind != Kind.PROCEDURE:
+        raise CliError("--trigger is for procedures (--kind procedure)", EXIT_USAGE)
+    metadata = {"triggers": check_triggers(trigger or [])} if kind == Kind.PROCEDURE else None
     service = _state(ctx).service()
     result = service.write(
         operator_context(scope),
@@ -500,6 +515,7 @@ def save(
         sensitivity=str(sensitivity) if sensitivity else None,
         ttl_days=ttl_days,
         due_at=parse_due(due),
+        metadata=metadata,
     )
     _report_write(result, scope, as_json)
 
@@ -1297,11 +1313,15 @@ def scan(
         con.print(table)
 
 
+# Operator review and credentials (T3) live in their own module; registered here, after every helper they use.
+from memwarden.cli_review import review_app, token_app  # noqa: E402
+
+app.add_typer(review_app, name="review")
+app.add_typer(token_app, name="token")
+
+
 def main() -> NoReturn:
     """Console-script entry point (``memwarden``)."""
     app(prog_name="memwarden")
     raise SystemExit(0)  # pragma: no cover - app() always exits
 
-
-if __name__ == "__main__":
-    main()

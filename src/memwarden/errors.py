@@ -91,3 +91,16 @@ class ProviderConflict(MemwardenError):
 
 class UnsupportedURL(MemwardenError):
     code = "unsupported_url"
+
+
+class Forbidden(MemwardenError):
+    """T3/S4: the caller may not do this (an agent approving, an untrusted session deleting, a wrong-role or
+    wrong-tenant credential). Every refusal is a security event in the audit log."""
+
+    code = "forbidden"
+
+
+class UnknownSession(MemwardenError):
+    """T6: a read or write names a session this store never started, or one that has ended: refused."""
+
+    code = "unknown_session"

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from memwarden.errors import InvalidInput
 from memwarden.records import Kind
+from memwarden.taint import TaintPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,13 @@ class Policy:
     read_shared: bool = False  # S1: an agent reads user-level shared records only when this opts in
     default_sensitivity: str = "internal"
     default_clearance: str = "internal"
+    # T3: opt-in only. When true, writes of untrusted sessions are recalled at once with approval "auto" (never
+    # an operator's approval) and keep trust "untrusted"; procedures still wait for a person (T5).
+    auto_approve_untrusted: bool = False
+    # T4: automatic fact extraction (Session.extract_facts) is off unless an operator turns it on; it never runs
+    # for a session that ingested untrusted content.
+    extract_facts: bool = False
+    taint: TaintPolicy = field(default_factory=TaintPolicy.from_env)  # T1: which tools taint a session
 
     def limits_for(self, kind: str) -> KindLimits:
         return self.limits.get(kind, DEFAULT_LIMITS[Kind(kind)])

@@ -14,16 +14,18 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from memwarden import audit
 from memwarden.errors import (
     CapacityError,
+    Forbidden,
     HeldForReview,
     IntegrityError,
     InvalidInput,
     KeyError_,
     NotFound,
+    UnknownSession,
     VersionConflict,
 )
 from memwarden.events import Event, EventBus
@@ -62,6 +64,8 @@ DAY_MS = 86_400_000
 T = TypeVar("T")
 UNSET: Any = object()  # "not given": a save defaults it, an update keeps the current value
 MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the audit log
+MAX_EVICTIONS = 16  # extracted records one extracted write may evict
+EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
 
 
@@ -77,6 +81,11 @@ class Context:
     trust: str = Trust.TRUSTED
     clearance: int = 1
     read_shared: bool = False
+    taint: tuple[str, ...] = ()  # why the session is untrusted (T1), for the audit log
+
+
+def _is_operator(ctx: Context) -> bool:
+    return ctx.actor.startswith("operator:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,26 @@ class WriteResult:
         if self.status == "rejected":
             out["hits"] = [h.to_dict() for h in self.verdict.hits]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """The parameters of one ``write`` that ``_store`` needs, validated."""
+
+    days: int
+    sens: int
+    confidence: Any
+    sensitivity: str | int | None
+    ttl_days: int | None
+    due_at: int | None
+    metadata: Any
+    derived_from: tuple[str, ...]
+    update_id: str | None
+    expected_version: int | None
+    approval: str | None
+    replaces: str | None
+    note: str | None
+    evict_lowest: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +154,7 @@ class MemoryService:
         from memwarden.providers import ProviderRegistry
 
         self.providers = ProviderRegistry()
+        self._sessions: set[str] = set()  # sessions started here and not ended (T6: others are refused)
         self._check_key(key)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -169,6 +199,45 @@ class MemoryService:
                        read_shared=self.policy.read_shared if read_shared is None else read_shared,
                        source_type=source_type)
 
+    # --- sessions and refusals (T6, T3) ------------------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> None:
+        """Mark a session live before its first read (the snapshot); :meth:`begin_session` records it."""
+        self._sessions.add(session_id)
+
+    def _require_session(self, ctx: Context) -> None:
+        """T6: an agent's read or write must belong to a session this store started and that has not ended.
+        Operators (``operator:…`` actors: CLI, import, gc) and the application's own jobs (``system:…``, e.g.
+        consolidation) act outside sessions; the application sets the actor, never the model."""
+        if ctx.actor.startswith(("operator:", "system:")) or ctx.session_id in self._sessions:
+            return
+        row = self.backend.query("SELECT ended_at FROM sessions WHERE id = ?", (ctx.session_id,))
+        if not row:
+            raise UnknownSession(f"unknown session {ctx.session_id!r}: start one with store.session(scope)")
+        if row[0][0] is not None:
+            raise UnknownSession(f"session {ctx.session_id} has ended; start a new session")
+        self._sessions.add(ctx.session_id)
+
+    def refuse(self, ctx: Context, event: str, memory_id: str | None, *, via: str, why: str) -> NoReturn:
+        """Record a refused attempt as a security event (A1) and raise :class:`Forbidden` with ``why``."""
+        self.record_event(ctx, event, {"via": via, "why": why}, memory_id)
+        raise Forbidden(why)
+
+    def transact_audited(self, work: Callable[[Tx], T], actor: str, event: str, *, scope: Scope,
+                         details: dict[str, Any], memory_id: str | None = None) -> T:
+        """An operator's write that is not a memory (tokens, …): ``work`` and its audit event, one transaction."""
+        ctx = Context(scope, session_id=new_id(), source_type=SourceType.OPERATOR, actor=actor)
+        events: list[Event] = []
+
+        def run(tx: Tx) -> T:
+            out = work(tx)
+            events.append(self._audit(tx, ctx, event, memory_id, details))
+            return out
+
+        result = self._transact(run)
+        self._commit_events(events)
+        return result
+
     def register_provider(self, provider: Any) -> None:
         """P5: at most one external memory provider; a second is refused here, at registration."""
         self.providers.register(provider)
@@ -181,11 +250,19 @@ class MemoryService:
     def write(self, ctx: Context, content: Any, *, kind: Any = Kind.FACT, confidence: Any = UNSET,
               sensitivity: str | int | None = None, ttl_days: int | None = None, due_at: int | None = None,
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
-              expected_version: int | None = None) -> WriteResult:
+              expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
+              note: str | None = None, evict_lowest: bool = False) -> WriteResult:
         """gate → taint → sign → store → audit, in one transaction. Saves a new record, or (with ``update_id``
-        and ``expected_version``) a new version of an existing one."""
+        and ``expected_version``) a new version of an existing one.
+
+        Operator-only arguments (refused for any other actor): ``approval`` promotes the held record
+        ``update_id`` (T3: it becomes active, keeps its trust, and records the approver), and ``replaces``
+        removes that record in the same transaction (an approved revision); ``note`` is kept in the audit log.
+        ``evict_lowest`` (extracted facts,
+        T4/D1): at capacity, evict the lowest-confidence extracted record of the kind instead of failing."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
+        self._require_session(ctx)
         sens = sensitivity_level(sensitivity if sensitivity is not None else self.policy.default_sensitivity)
         if sens > ctx.clearance:
             raise InvalidInput(f"sensitivity {sensitivity!r} is above this session's clearance; the session could "
@@ -197,11 +274,19 @@ class MemoryService:
             raise InvalidInput("due_at must be a unix time in milliseconds")
         if kind == Kind.REMINDER and due_at is None and update_id is None:
             raise InvalidInput("a reminder needs a due date (due_at)")
+        if (approval is not None or replaces is not None) and not _is_operator(ctx):
+            self.refuse(ctx, "promotion_refused", update_id, via="write",
+                        why="approval is an operator action; an agent cannot approve memories (T3)")
+        if approval is not None and (update_id is None or not approval.startswith("operator:")):
+            raise InvalidInput("approval promotes a held record: pass update_id and approval='operator:<id>'")
         if isinstance(kind, str) and kind in Kind.__members__.values():
             days = self.policy.retention_days(kind, ttl_days)
         else:
             days = self.policy.retention_days(Kind.FACT, ttl_days)
-
+        spec = _Spec(days=days, sens=sens, confidence=confidence, sensitivity=sensitivity, ttl_days=ttl_days,
+                     due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
+                     expected_version=expected_version, approval=approval, replaces=replaces,
+                     note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest)
         # An update without a confidence keeps the current one.
         candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
         events: list[Event] = []
@@ -211,81 +296,144 @@ class MemoryService:
             # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite.py).
             verdict = self.gate.check(candidate)
             if verdict.verdict == REJECT:
+                if approval is not None:
+                    raise InvalidInput(f"not promoted: the write gate rejects this content ({verdict.reason()});"
+                                       " reject it instead")
                 events.append(self._reject(tx, ctx, content, verdict, update_id))
                 return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
-            record = self._store(tx, ctx, candidate, verdict, events, days=days, sens=sens, confidence=confidence,
-                                 sensitivity=sensitivity, ttl_days=ttl_days, due_at=due_at, metadata=metadata,
-                                 derived_from=derived_from, update_id=update_id, expected_version=expected_version)
+            record, why = self._store(tx, ctx, candidate, verdict, events, spec)
             if record.status == Status.REVIEW:
-                why = verdict.reason() if verdict.verdict == REVIEW else "this session ingested untrusted content"
                 return WriteResult("review", record.id, record.version, verdict,
-                                   f"held for operator review ({why}); it will not be recalled until approved",
-                                   record)
-            return WriteResult("accepted", record.id, record.version, verdict, "saved", record)
+                                   f"held for operator review ({why}); it will not be recalled until an operator "
+                                   "approves it", record)
+            return WriteResult("accepted", record.id, record.version, verdict,
+                               "promoted" if approval else "saved", record)
 
         result = self._transact(work)
         self._commit_events(events)
         return result
 
-    def _store(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, events: list[Event], *,
-               days: int, sens: int, confidence: Any, sensitivity: str | int | None, ttl_days: int | None,
-               due_at: int | None, metadata: Any, derived_from: Sequence[str], update_id: str | None,
-               expected_version: int | None) -> Record:
-        """taint → sign → store → audit for a candidate the gate let through (inside ``write``'s transaction)."""
+    def _store(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, events: list[Event],
+               spec: _Spec) -> tuple[Record, str]:
+        """taint → sign → store → audit for a candidate the gate let through (inside ``write``'s transaction).
+        Returns the stored record and, when it is held, why."""
         kind = candidate.kind
         content = candidate.content if verdict.content is None else verdict.content  # G4: references stripped
-        # 2. taint (T2): the record inherits the session's trust; untrusted or gate-"review" content is held.
-        trust = ctx.trust
-        status = Status.REVIEW if (verdict.verdict == REVIEW or trust == Trust.UNTRUSTED) else Status.ACTIVE
         now = now_ms()
+        # 2. taint (T2, T5): the record inherits the session's trust; untrusted or gate-"review" content is held.
+        trust = ctx.trust
+        why = verdict.reason() if verdict.verdict == REVIEW else ""
+        if trust == Trust.UNTRUSTED:
+            why = why or "this session ingested untrusted content: " + "; ".join(ctx.taint[:3] or ("untrusted",))
+        self_written = kind == Kind.PROCEDURE and ctx.source_type == SourceType.MODEL
+        if self_written:
+            trust = Trust.UNTRUSTED  # T5: procedures are authored by people or imported, never self-written
+            why = why or "procedures written by an agent are held until an operator reviews them (T5)"
         prov = Provenance(tenant=ctx.scope.tenant, user=ctx.scope.user, agent=ctx.scope.agent_key,
                           session_id=ctx.session_id, source_type=ctx.source_type, sources=tuple(ctx.sources),
                           trust=trust, approval="none")
         size = len(content.encode("utf-8"))
-        if update_id is None:
-            derived, inherited = self._check_derived(tx, ctx, derived_from)
-            if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
-                trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
-                status = Status.REVIEW
-                prov = replace(prov, trust=trust)
-            self._check_capacity(tx, ctx, kind, size, events)
-            record = Record(
-                id=new_id(), version=1, kind=kind, content=content, content_hash=content_hash(content),
-                metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=sens, created_at=now,
-                updated_at=now, expires_at=now + days * DAY_MS, due_at=due_at, status=status,
-                derived_from=derived, provenance=prov,
-            )
-        else:
-            old = self._current_for_update(tx, ctx, update_id, expected_version)  # type: ignore[arg-type]
+        metadata = spec.metadata
+        update_id = spec.update_id
+        old: Record | None = None
+        if update_id is not None:
+            old = self._current_for_update(tx, ctx, update_id, spec.expected_version)  # type: ignore[arg-type]
             if old.kind != kind:
                 raise InvalidInput(f"memory {update_id} is a {old.kind}; an update cannot change its kind")
+            if spec.approval is not None and old.status != Status.REVIEW:
+                raise InvalidInput(f"memory {update_id} is not held for review; there is nothing to promote")
+            if trust == Trust.UNTRUSTED and old.status == Status.ACTIVE and spec.approval is None:
+                # Q3/T2: untrusted content never overwrites what is in use: it becomes a held proposal and the
+                # current version keeps being served until an operator decides.
+                metadata = {**(metadata if isinstance(metadata, dict) else old.metadata),
+                            "revises": old.id, "revises_version": old.version}
+                why = f"{why}; proposed as a revision of {old.id}, which stays in use meanwhile"
+                old, update_id = None, None
+        if old is None:
+            derived, inherited = self._check_derived(tx, ctx, spec.derived_from)
+            if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
+                trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
+                why = why or "derived from untrusted memories"
+            chash = content_hash(content)
+            if trust == Trust.TRUSTED and self._held_copy(tx, ctx, kind, chash):
+                trust = Trust.UNTRUSTED  # T2: saying a held memory again from a clean session does not launder it
+                why = why or "the same text is already held for review in this scope"
+            self._check_capacity(tx, ctx, kind, size, events, evict_lowest=spec.evict_lowest,
+                                 confidence=candidate.confidence)
+            status, approval = self._status(trust, verdict, auto=not self_written)
+            record = Record(
+                id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
+                metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
+                created_at=now, updated_at=now, expires_at=now + spec.days * DAY_MS, due_at=spec.due_at,
+                status=status, derived_from=derived, provenance=replace(prov, trust=trust, approval=approval),
+            )
+        else:
             self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
-            least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
+            if spec.approval is not None:
+                if content != old.content:
+                    raise InvalidInput("a promotion cannot change the content; promote it as it is, or reject it")
+                # T3: a person approved it. Provenance is unchanged but for the approver; trust stays as it was.
+                status, prov = Status.ACTIVE, replace(old.provenance, approval=spec.approval)
+                why = ""
+            else:
+                least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
+                status, approval = self._status(least, verdict, auto=not self_written)
+                if least == Trust.UNTRUSTED and not why:
+                    why = "it revises a memory that came from untrusted content"
+                prov = replace(prov, trust=least, approval=approval)
             record = replace(
                 old, version=old.version + 1, content=content, content_hash=content_hash(content),
                 metadata=metadata if metadata is not None else old.metadata,
-                confidence=old.confidence if confidence is UNSET else float(confidence),
-                sensitivity=sens if sensitivity is not None else old.sensitivity, updated_at=now,
-                expires_at=old.expires_at if ttl_days is None else now + days * DAY_MS,
-                due_at=due_at if due_at is not None else old.due_at,
-                status=Status.REVIEW if least == Trust.UNTRUSTED or status == Status.REVIEW else Status.ACTIVE,
-                provenance=replace(prov, trust=least),
+                confidence=old.confidence if spec.confidence is UNSET else float(spec.confidence),
+                sensitivity=spec.sens if spec.sensitivity is not None else old.sensitivity, updated_at=now,
+                expires_at=old.expires_at if spec.ttl_days is None else now + spec.days * DAY_MS,
+                due_at=spec.due_at if spec.due_at is not None else old.due_at, status=status, provenance=prov,
             )
         # 3. sign (I1)
         record = replace(record, signature=self.signer.sign_record(record))
         # 4. store
-        if update_id is None:
+        if old is None:
             self.backend.insert(tx, record)
         else:
             self.backend.replace(tx, record, now)
         # 5. audit (A1): id + hash, never content
-        name = ("held" if record.status == Status.REVIEW else "updated" if update_id else "added")
-        events.append(self._audit(tx, ctx, name, record.id,
-                                  {"version": record.version, "kind": record.kind,
+        name = ("promoted" if spec.approval else "held" if record.status == Status.REVIEW
+                else "updated" if old is not None else "added")
+        details: dict[str, Any] = {"version": record.version, "kind": record.kind,
                                    "content_hash": record.content_hash, "bytes": record.size_bytes,
                                    "trust": record.provenance.trust, "source_type": ctx.source_type,
-                                   "rules": verdict.rules, "rules_version": verdict.rules_version}))
-        return record
+                                   "rules": verdict.rules, "rules_version": verdict.rules_version}
+        if record.status == Status.REVIEW:
+            details["why"] = why
+            details["taint"] = list(ctx.taint)
+            details["sources"] = list(record.provenance.sources)
+        if record.provenance.approval != "none":
+            details["approval"] = record.provenance.approval
+        if spec.note:
+            details["note"] = spec.note[:1000]
+        events.append(self._audit(tx, ctx, name, record.id, details))
+        if spec.replaces is not None:
+            self._delete_tx(tx, ctx, spec.replaces, "removed", events,
+                            reason=f"replaced by the approved revision {record.id}")
+        return record, why
+
+    def _status(self, trust: str, verdict: Verdict, *, auto: bool = True) -> tuple[str, str]:
+        """(status, approval) for new content: trusted → active; untrusted → held, unless the operator opted in
+        to ``auto_approve_untrusted`` (then active with approval ``auto``, never an operator's; not for ``auto``
+        False: a self-written procedure always waits for a person). A gate "review" verdict is always held."""
+        if verdict.verdict == REVIEW:
+            return Status.REVIEW, "none"
+        if trust == Trust.TRUSTED:
+            return Status.ACTIVE, "none"
+        if auto and self.policy.auto_approve_untrusted:
+            return Status.ACTIVE, "auto"
+        return Status.REVIEW, "none"
+
+    def _held_copy(self, tx: Tx, ctx: Context, kind: str, chash: str) -> bool:
+        """Whether the scope already holds this exact text for review (a scan of the scope's held rows only)."""
+        where, params = scope_clause(ctx.scope, read_shared=False)
+        return tx.execute(f"SELECT 1 FROM memories m WHERE {where} AND m.kind = ? AND m.status = 'review'"
+                          " AND m.content_hash = ? LIMIT 1", (*params, kind, chash)).fetchone() is not None
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
@@ -332,17 +480,24 @@ class MemoryService:
         return tuple(dict.fromkeys(ids)), least
 
     def _check_capacity(self, tx: Tx, ctx: Context, kind: str, extra_bytes: int, events: list[Event],
-                        adding: bool = True) -> None:
+                        adding: bool = True, *, evict_lowest: bool = False, confidence: Any = 1.0) -> None:
+        """D1: fail with every entry listed, after purging expired ones; ``evict_lowest`` (extracted facts only)
+        evicts extracted records of lower confidence instead, lowest first."""
         lim = self.policy.limits_for(kind)
         key = (ctx.scope.tenant, ctx.scope.user, ctx.scope.agent_key, kind)
         usage_sql = "SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
-        for attempt in range(2):
+        purged = False
+        for _attempt in range(MAX_EVICTIONS + 2):
             row = tx.execute(usage_sql, key).fetchone() or (0, 0)
             entries, used = row[0] + (1 if adding else 0), row[1] + extra_bytes
             if entries <= lim.max_entries and used <= lim.max_bytes:
                 return
-            if attempt == 0 and not self._purge_expired(tx, ctx, key, events):
-                break  # nothing expired to make room
+            if not purged:
+                purged = True
+                if self._purge_expired(tx, ctx, key, events):
+                    continue
+            if not (evict_lowest and self._evict_one(tx, ctx, key, confidence, events)):
+                break  # nothing expired or evictable to make room
         limit = (f"at most {lim.max_entries} entries" if entries > lim.max_entries
                  else f"at most {lim.max_bytes} bytes")
         rows = tx.execute(
@@ -362,6 +517,21 @@ class MemoryService:
             else:
                 entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": rec.preview(80)})
         raise CapacityError(kind, limit, entries_out)
+
+    def _evict_one(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], confidence: Any,
+                   events: list[Event]) -> bool:
+        """Evict the lowest-confidence extracted record of the scope and kind if it is below ``confidence``
+        (D1, T4). Only extracted records, never an explicit save; never a held one (it waits for a person)."""
+        row = tx.execute("SELECT id, confidence FROM memories WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
+                         " AND status = 'active' AND source_type = 'model' AND sources LIKE ?"
+                         " ORDER BY confidence, updated_at, id LIMIT 1", (*key, f'%"{EXTRACTOR_SOURCE}%')
+                         ).fetchone()
+        if row is None or not isinstance(confidence, (int, float)) or float(row[1]) >= float(confidence):
+            return False
+        self._delete_tx(tx, ctx, str(row[0]), "evicted", events,
+                        reason=f"lowest-confidence extracted {key[3]} ({float(row[1]):.2f}) made room for one of "
+                               f"{float(confidence):.2f}")
+        return True
 
     def _purge_expired(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], events: list[Event]) -> int:
         now = now_ms()
@@ -411,8 +581,18 @@ class MemoryService:
             removed += self._delete_tx(tx, ctx, d, "removed", out, reason=f"derived from {memory_id}")
         return removed
 
-    def remove(self, ctx: Context, memory_id: str, *, include_held: bool = False) -> list[str]:
+    def _no_untrusted_deletes(self, ctx: Context, memory_id: str | None, via: str) -> None:
+        """Q3/T2: a session that ingested untrusted content may not delete memories (an injected "forget what
+        the user told you" must not erase trusted memory); the user or an operator can, from a clean session."""
+        self._require_session(ctx)
+        if ctx.trust == Trust.UNTRUSTED and not _is_operator(ctx):
+            self.refuse(ctx, "delete_refused", memory_id, via=via,
+                        why="this session ingested untrusted content, so it cannot delete memories; ask the user "
+                            "to do it in a new session, or an operator (`memwarden forget`)")
+
+    def remove(self, ctx: Context, memory_id: str, *, include_held: bool = False, reason: str = "") -> list[str]:
         """Delete one record in the caller's own scope (S4); returns every id removed (derived ones too)."""
+        self._no_untrusted_deletes(ctx, memory_id, "remove")
         where, params = scope_clause(ctx.scope, read_shared=False)
         events: list[Event] = []
 
@@ -425,7 +605,7 @@ class MemoryService:
             if row[0] == Status.REVIEW and not include_held:
                 raise HeldForReview(f"memory {memory_id} is held for operator review; only an operator can "
                                     "reject it")
-            return self._delete_tx(tx, ctx, memory_id, "removed", events)
+            return self._delete_tx(tx, ctx, memory_id, "removed", events, reason=reason)
 
         removed = self._transact(work)
         self.backend.scrub()
@@ -436,6 +616,7 @@ class MemoryService:
         """Delete every record of exactly the caller's scope (optionally one kind). Never another scope (S4)."""
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {kind!r}")
+        self._no_untrusted_deletes(ctx, None, "clear")
         where, params = scope_clause(ctx.scope, read_shared=False)
         sql = f"SELECT m.id FROM memories m WHERE {where} AND m.sensitivity <= ?"
         params.append(ctx.clearance)
@@ -557,9 +738,15 @@ class MemoryService:
 
         self._commit_events(self._transact(work))
 
-    def end_session(self, ctx: Context) -> None:
-        self._transact(lambda tx: tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?",
-                                             (now_ms(), ctx.session_id)))
+    def end_session(self, ctx: Context, summary: dict[str, Any] | None = None) -> None:
+        """Mark the session ended (later reads and writes naming it are refused, T6) and log its ledger."""
+        self._sessions.discard(ctx.session_id)
+
+        def work(tx: Tx) -> list[Event]:
+            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), ctx.session_id))
+            return [self._audit(tx, ctx, "session_ended", None, summary)] if summary is not None else []
+
+        self._commit_events(self._transact(work))
 
     def log_reads(self, ctx: Context, event: str, records: Sequence[Record], details: dict[str, Any]) -> Event:
         """A2: record which memories reached this session, with how."""
@@ -567,6 +754,7 @@ class MemoryService:
 
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One record in scope, served only if it verifies; held records are refused (T2)."""
+        self._require_session(ctx)
         where, params = scope_clause(ctx.scope, ctx.read_shared)
         with self.backend.read() as conn:
             rows = conn.execute(
@@ -588,6 +776,7 @@ class MemoryService:
     def list_records(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
         """The newest visible records of the scope. One index-ordered query per kind, merged: ordering the
         whole scope by time in one query would sort every row of a large scope."""
+        self._require_session(ctx)
         where, params = self._visible(ctx)
         sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
                " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?")
@@ -645,6 +834,7 @@ class MemoryService:
         """Lexical (FTS5/BM25) search inside the caller's scope; filters are part of the query (S3, Q1)."""
         if not isinstance(query, str):
             raise InvalidInput("query must be text")
+        self._require_session(ctx)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
             raise InvalidInput("k must be a whole number from 1 to 100")
         match = fts_query(query)
@@ -657,6 +847,15 @@ class MemoryService:
         return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
                                f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts), m.id LIMIT ?",
                           (match, *params, k))
+
+    def matchable_procedures(self, ctx: Context, limit: int = 200) -> list[Record]:
+        """T5: the scope's procedures that trigger matching may use — active, and trusted or approved by an
+        operator (never held, never auto-approved); every filter in the SQL."""
+        self._require_session(ctx)
+        where, params = self._visible(ctx)
+        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = 'procedure'"
+                               " AND (m.trust = 'trusted' OR m.approval LIKE 'operator:%')"
+                               " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?", (*params, limit))
 
     # --- operator views ----------------------------------------------------------------------------------------
 

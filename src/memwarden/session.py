@@ -10,18 +10,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from memwarden import tools
+from memwarden import procedures, tools
 from memwarden.errors import InvalidInput, MemwardenError
+from memwarden.extract import ExtractionReport, Extractor, extract_into
 from memwarden.ids import new_id
 from memwarden.prompt_block import BlockEntry, render_memory_block, render_reminders_block
-from memwarden.records import Kind, Record, SourceType, iso
+from memwarden.records import Kind, Record, SourceType, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import UNSET, Context, WriteResult
+from memwarden.taint import Ledger, TaintDecision
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
@@ -60,10 +63,44 @@ class Session:
         self.id = new_id()
         self.workspace = tuple(str(Path(w).expanduser().resolve()) for w in workspace)
         actor = f"agent:{scope.agent}" if scope.agent else f"user:{scope.user}"
-        self.context = Context(scope=scope, session_id=self.id, source_type=source_type, actor=actor,
-                               clearance=clearance, read_shared=read_shared)
+        self._base = Context(scope=scope, session_id=self.id, source_type=source_type, actor=actor,
+                             clearance=clearance, read_shared=read_shared)
+        self.ledger = Ledger(service.policy.taint, self.workspace)  # T1
+        self._ctx, self._ctx_at = self._base, 0
         self.closed = False
+        service.open_session(self.id)
         self._block, self.snapshot_sha256 = self._snapshot()
+
+    @property
+    def context(self) -> Context:
+        """Who is acting, with this session's taint and sources as of now (rebuilt only when they change)."""
+        ledger = self.ledger
+        if ledger.changes != self._ctx_at:
+            self._ctx = replace(self._base, trust=Trust.UNTRUSTED if ledger.tainted else Trust.TRUSTED,
+                                taint=tuple(ledger.reasons), sources=ledger.sources)
+            self._ctx_at = ledger.changes
+        return self._ctx
+
+    # --- T1: the taint ledger ----------------------------------------------------------------------------------
+
+    def record_tool_call(self, name: str, arguments: dict[str, Any] | str | None = None,
+                         result_meta: dict[str, Any] | None = None) -> TaintDecision:
+        """Tell memwarden the agent called a tool (T1). Web fetches, web search, MCP tools (``server__tool``),
+        sub-agents, unknown tools, unparseable arguments and file reads outside the workspace taint the session:
+        from then on everything it saves is held for operator review. ``result_meta`` may name the URL or path
+        the result came from, or set ``untrusted: True``."""
+        return self.ledger.record_tool_call(name, arguments, result_meta)
+
+    def record_ingest(self, source: str, kind: str) -> TaintDecision:
+        """Tell memwarden the session took in content that did not come through a tool call: ``kind`` is
+        ``user`` for the user's own words (trusted), or ``paste``, ``attachment``, ``document``, ``email``, …
+        (untrusted unless the taint policy trusts that kind)."""
+        return self.ledger.record_ingest(source, kind)
+
+    @property
+    def tainted(self) -> bool:
+        """True once the session ingested untrusted content (monotonic)."""
+        return self.ledger.tainted
 
     # --- P1/P3/P4: the frozen block ----------------------------------------------------------------------------
 
@@ -143,6 +180,23 @@ class Session:
         self.service.log_reads(self.context, "read", found, {"via": "list"})
         return found
 
+    # --- T4 / T5 ------------------------------------------------------------------------------------------------
+
+    def extract_facts(self, extractor: Extractor, turns: Iterable[Any]) -> ExtractionReport:
+        """Extract candidate memories from conversation turns with ``extractor`` (T4). Does nothing unless
+        ``Policy.extract_facts`` is on, and never for a tainted session; every candidate passes the gate and the
+        confidence threshold, and extracted facts at capacity evict lower-confidence extracted ones (D1)."""
+        self._live()
+        return extract_into(self, extractor, turns)
+
+    def match_procedures(self, text: str, limit: int = 5) -> list[Record]:
+        """Procedures whose trigger phrases occur in ``text`` — only trusted or operator-approved ones (T5)."""
+        self._live()
+        found = procedures.match(self.service, self.context, text, limit)
+        if found:
+            self.service.log_reads(self.context, "read", found, {"via": "procedure"})
+        return found
+
     # --- agent tools -------------------------------------------------------------------------------------------
 
     def tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
@@ -177,7 +231,9 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        self.service.end_session(self.context)
+        ledger = self.ledger
+        self.service.end_session(self.context, {"tainted": ledger.tainted, "taint": list(ledger.reasons),
+                                                "sources": list(ledger.sources), "recorded": ledger.calls})
 
     def __enter__(self) -> Session:
         return self

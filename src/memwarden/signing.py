@@ -45,6 +45,10 @@ class Signer:
     def mac(self, data: bytes) -> str:
         return hmac.digest(self._key, data, "sha256").hex()
 
+    def mac_fields(self, domain: bytes, fields: Sequence[object]) -> str:
+        """HMAC over the canonical form of ``fields``, separated from other uses by ``domain``."""
+        return hmac.digest(self._key, domain + _canonical(fields), "sha256").hex()
+
     def audit_link(self, prev_hash: str, fields: Sequence[object]) -> str:
         msg = _AUDIT_DOMAIN + prev_hash.encode() + _canonical(fields)
         return hmac.digest(self._key, msg, "sha256").hex()

@@ -8,6 +8,7 @@ JSON-serialisable dict, so an agent always gets a clear answer and never a stack
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -89,6 +90,8 @@ TOOLS: dict[str, type[_Args]] = {
     "memory_view": ViewArgs,
 }
 TOOL_NAMES = tuple(TOOLS)
+_PROMOTION_LIKE = re.compile(r"promot|approv|unquarantin|trust|whitelist|allowlist|review|release_held|unhold",
+                             re.IGNORECASE)
 
 
 def _parameters(model: type[_Args]) -> dict[str, Any]:
@@ -143,6 +146,11 @@ def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
                 return {"result": provider.call_tool(name, arguments or {}, session.scope)}
             except Exception as exc:  # the provider is outside our control; report, never raise
                 return _error("provider_error", f"{provider.name}: {type(exc).__name__}: {exc}")
+        if _PROMOTION_LIKE.search(name):  # T3: an agent reaching for approval is a security event
+            session.service.record_event(session.context, "promotion_refused",
+                                         {"via": "tool", "tool": name[:100]})
+            return _error("forbidden", f"there is no tool {name[:100]!r}: approving, promoting or trusting "
+                                       "memories is an operator action, not an agent tool (T3)")
         return _error("unknown_tool", f"no tool named {name!r}; available: {', '.join(TOOL_NAMES)}")
     if arguments is None:
         arguments = {}

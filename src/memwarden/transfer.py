@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import EllipsisType
 from typing import Any
 
+from memwarden import procedures
 from memwarden.errors import MemwardenError
 from memwarden.ids import new_id
-from memwarden.records import SENSITIVITY_LEVELS, Record, SourceType, Status, Trust, iso, now_ms
+from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso, now_ms
 from memwarden.scope import Scope
 from memwarden.service import ALL_AGENTS as SERVICE_ALL_AGENTS
 from memwarden.service import Context, MemoryService
@@ -337,8 +338,17 @@ def import_jsonl(
                     f"'due' must be an ISO-8601 time or unix milliseconds, got {_type_name(due_raw)}"
                 )
             report.ignored_fields.update(k for k in obj if k not in IMPORT_FIELDS)
+            line_ctx = ctx
+            if kind == Kind.PROCEDURE:  # T5: every imported procedure carries a risk assessment
+                triggers = procedures.check_triggers((metadata or {}).get("triggers"))
+                risk = procedures.assess(service, content)
+                metadata = {**(metadata or {}), "triggers": triggers, "risk": risk}
+                if risk["level"] == "high":  # flagged: held until an operator promotes it, even from a trusted file
+                    flagged = ", ".join(risk["rules"]) or "destructive commands"
+                    line_ctx = replace(ctx, trust=Trust.UNTRUSTED,
+                                       taint=(f"imported procedure assessed high risk ({flagged})",))
             result = service.write(
-                ctx,
+                line_ctx,
                 content,
                 kind=kind,
                 confidence=1.0 if confidence is None else confidence,

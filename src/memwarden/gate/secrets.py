@@ -254,6 +254,9 @@ def _tok(kind: str, needles: str, pattern: str, check: _Check | None = None, gro
 
 
 _TOKEN_RULES: tuple[_Rule, ...] = (
+    # --- memwarden's own credentials (auth.py): an agent must never be able to remember a token ---
+    _tok("memwarden_token", "mw_operator_ mw_agent_",
+         _start("mw_") + rf"(?:operator|agent)_[{_TOKCH}]{{43}}{_rb()}"),
     # --- cloud ---
     _tok("aws_access_key", "AKIA ASIA ABIA ACCA A3T",
          _start("A") + rf"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{{16}}(?![{_AN}])", _aws_ok),

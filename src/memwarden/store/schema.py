@@ -101,6 +101,21 @@ CREATE TABLE IF NOT EXISTS sessions (
     snapshot_sha256 TEXT
 );
 
+-- Credentials (T3): operator and agent tokens, stored as HMAC(key, token) only; each row is signed so that
+-- editing its role, tenant or scope around the API invalidates it.
+CREATE TABLE IF NOT EXISTS tokens (
+    id          TEXT PRIMARY KEY,
+    role        TEXT NOT NULL,               -- operator | agent
+    tenant      TEXT NOT NULL,
+    user_id     TEXT,                        -- operator: optional narrowing; agent: its user
+    agent       TEXT,                        -- agent tokens only
+    name        TEXT NOT NULL,
+    token_hash  TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL,
+    revoked_at  INTEGER,
+    signature   TEXT NOT NULL
+);
+
 -- Append-only, hash-chained (A1). hash = HMAC(key, prev_hash || fields); seq has no gaps.
 CREATE TABLE IF NOT EXISTS audit (
     seq        INTEGER PRIMARY KEY,
