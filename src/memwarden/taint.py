@@ -35,6 +35,8 @@ from memwarden.errors import InvalidInput
 MAX_SOURCES = 32  # kept per session (and so per memory); the rest are counted
 MAX_SOURCE_CHARS = 200
 MAX_VALUES_SCANNED = 64  # argument values looked at per call, for URLs and paths
+MAX_RESOLVED = 256  # real paths cached per session
+MAX_MEMO = 4096  # tool names whose category a policy remembers
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s\"'<>]+", re.IGNORECASE)
 
 
@@ -59,11 +61,15 @@ class TaintPolicy:
     path_arguments: tuple[str, ...]
     trusted_ingest: tuple[str, ...] = ("user",)
     mcp: bool = True
+    path_argument_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _memo: dict[str, str] = field(init=False, repr=False, compare=False)  # tool name → category (bounded)
     _always_rx: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _never_rx: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _path_rx: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "path_argument_set", frozenset(self.path_arguments))
+        object.__setattr__(self, "_memo", {})
         object.__setattr__(self, "_always_rx", _globs(self.always, "always"))
         object.__setattr__(self, "_never_rx", _globs(self.never, "never"))
         object.__setattr__(self, "_path_rx", _globs(self.path_tools, "path_tools"))
@@ -114,7 +120,15 @@ class TaintPolicy:
         return cls.load(path) if path else cls.default()
 
     def category(self, tool: str) -> str:
-        """``never`` | ``mcp`` | ``always`` | ``path`` | ``unknown`` for a tool name."""
+        """``never`` | ``mcp`` | ``always`` | ``path`` | ``unknown`` for a tool name (memoised)."""
+        known = self._memo.get(tool)
+        if known is None:
+            known = self._category(tool)
+            if len(self._memo) < MAX_MEMO:
+                self._memo[tool] = known
+        return known
+
+    def _category(self, tool: str) -> str:
         name = tool.casefold()
         if self._never_rx is not None and self._never_rx.match(name):
             return "never"
@@ -172,25 +186,56 @@ def _strings(value: Any, budget: list[int]) -> Iterable[str]:
             yield from _strings(v, budget)
 
 
+_REASONS = {"mcp": "{name}: result of an MCP tool",
+            "always": "{name}: a tool whose results are outside content",
+            "unknown": "{name}: a tool the taint policy does not know (fail closed)"}
+
+
 def _path_values(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+_PROC_FD = "/proc/self/fd/"
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def _realpath(path: str) -> str:
+    """``os.path.realpath``, asking the kernel when it can: ``open(O_PATH)`` resolves symlinks and ``..`` exactly
+    as a later read would, and ``/proc/self/fd`` names the result — two system calls instead of an ``lstat`` per
+    component. A path that does not exist (or a system without ``/proc``) takes ``os.path.realpath``."""
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(_PROC_FD + str(fd))
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    return os.path.realpath(path)
 
 
 class Ledger:
     """What one session ingested (T1): monotonic taint, its reasons and the sources seen."""
 
-    __slots__ = ("_cache", "_calls", "_extra_sources", "_roots", "_sources", "changes", "policy", "reasons",
-                 "tainted")
+    __slots__ = ("_cache", "_calls", "_extra_sources", "_resolved", "_roots", "_sources", "changes", "policy",
+                 "reasons", "tainted")
 
     def __init__(self, policy: TaintPolicy, workspace: Sequence[str]) -> None:
         self.policy = policy
-        self._roots = tuple(Path(w) for w in workspace)  # already resolved by the session
+        # (root, root + "/"), already resolved by the session; "/" contains every path
+        self._roots = tuple((w, w if w.endswith("/") else w + "/") for w in map(str, workspace))
         self.tainted = False
         self.reasons: list[str] = []
         self._sources: dict[str, None] = {}  # ordered set
         self._extra_sources = 0
         self._calls = 0
-        self._cache: dict[str, str] = {}  # tool name → category
+        self._cache: dict[str, tuple[str, str, TaintDecision | None]] = {}  # tool name → judgement
+        self._resolved: dict[str, str] = {}  # path argument → real path
         self.changes = 0  # bumped whenever taint or sources change (the session rebuilds its context then)
 
     @property
@@ -220,62 +265,67 @@ class Ledger:
             self.reasons.append(reason)
             self.changes += 1
 
+    def _judge_name(self, name: str) -> tuple[str, str, TaintDecision | None]:
+        """(category, taint reason or "", the decision to return when nothing else is seen), per tool name."""
+        known = self._cache.get(name)
+        if known is None:
+            category = self.policy.category(name)
+            reason = _REASONS.get(category, "")
+            reason = reason.format(name=name) if reason else ""
+            plain = None if category == "path" else TaintDecision(bool(reason), reason or f"{name}: trusted "
+                                                                                            f"({category})")
+            known = self._cache[name] = (category, reason, plain)
+        return known
+
     def record_tool_call(self, name: Any, arguments: Any = None, result_meta: Any = None) -> TaintDecision:
         """Judge one tool call the agent made (before or after it ran); see the module docstring."""
         self._calls += 1
-        if not isinstance(name, str) or not name.strip():
-            self._taint("a tool call without a valid name")
-            return TaintDecision(True, "a tool call without a valid name")
-        name = name.strip()[:MAX_SOURCE_CHARS]
-        self._source(f"tool:{name}")
-        category = self._cache.get(name)
-        if category is None:
-            category = self._cache[name] = self.policy.category(name)
-        if isinstance(arguments, (str, bytes)):
+        if type(name) is not str or not name or name != name.strip() or len(name) > MAX_SOURCE_CHARS:
+            if not isinstance(name, str) or not name.strip():
+                self._taint("a tool call without a valid name")
+                return TaintDecision(True, "a tool call without a valid name")
+            name = name.strip()[:MAX_SOURCE_CHARS]
+        self._source("tool:" + name)
+        category, reason, plain = self._judge_name(name)
+        if arguments is None:
+            arguments = {}
+        elif isinstance(arguments, (str, bytes)):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except (ValueError, UnicodeDecodeError):
                 arguments = None
-                parse_error = True
-            else:
-                parse_error = False
-        else:
-            parse_error = False
-        if arguments is None and not parse_error:
-            arguments = {}
         seen: list[str] = []
-        if isinstance(arguments, dict):
-            for s in _strings(arguments, [MAX_VALUES_SCANNED]):
-                for m in _URL.finditer(s):
-                    seen.append(clean_url(m.group()))
+        if type(arguments) is dict:
+            for v in arguments.values():
+                if type(v) is str:
+                    if "://" in v:
+                        seen += [clean_url(m.group()) for m in _URL.finditer(v)]
+                elif isinstance(v, (dict, list, tuple)):
+                    seen += [clean_url(m.group()) for x in _strings(v, [MAX_VALUES_SCANNED]) if "://" in x
+                             for m in _URL.finditer(x)]
+        elif not isinstance(arguments, dict):
+            reason = f"{name}: arguments are not a JSON object (unparseable)"
         if isinstance(result_meta, dict):
             for key in ("url", "urls", "source", "sources", "path", "paths"):
                 for v in _path_values(result_meta.get(key)):
                     if isinstance(v, str) and v:
                         seen.append(clean_url(v) if "://" in v else v)
-        reason = ""
-        if not isinstance(arguments, dict):
-            reason = f"{name}: arguments are not a JSON object (unparseable)"
-        elif category == "mcp":
-            reason = f"{name}: result of an MCP tool"
-        elif category == "always":
-            reason = f"{name}: a tool whose results are outside content"
-        elif category == "unknown":
-            reason = f"{name}: a tool the taint policy does not know (fail closed)"
-        elif category == "path":
+            if result_meta.get("untrusted") is True and not reason:
+                reason = f"{name}: its result was marked untrusted by the application"
+        if category == "path" and not reason and isinstance(arguments, dict):
             reason, paths = self._judge_paths(name, arguments)
             seen += paths
-        if isinstance(result_meta, dict) and result_meta.get("untrusted") is True and not reason:
-            reason = f"{name}: its result was marked untrusted by the application"
-        for s in seen:
-            self._source(s)
+        for x in seen:
+            self._source(x)
         if reason:
             self._taint(reason)
-            return TaintDecision(True, reason, tuple(seen))
-        return TaintDecision(False, f"{name}: trusted ({category})", tuple(seen))
+        if plain is not None and not seen and reason == plain.reason * plain.tainted:
+            return plain  # the common case: one immutable decision per tool name
+        return TaintDecision(bool(reason), reason or f"{name}: trusted ({category})", tuple(seen))
 
     def _judge_paths(self, name: str, arguments: dict[str, Any]) -> tuple[str, list[str]]:
-        keys = [k for k in self.policy.path_arguments if k in arguments]
+        path_args = self.policy.path_argument_set
+        keys = [k for k in arguments if k in path_args]
         if not keys:
             return f"{name}: no path argument to check against the workspace (fail closed)", []
         resolved: list[str] = []
@@ -284,17 +334,23 @@ class Ledger:
                 if not isinstance(value, str) or not value or "\x00" in value:
                     return f"{name}: {key} is not a usable path (fail closed)", resolved
                 real = self._real(value)
-                resolved.append(str(real))
-                if not any(real == root or real.is_relative_to(root) for root in self._roots):
+                resolved.append(real)
+                if not any(real == root or real.startswith(prefix) for root, prefix in self._roots):
                     where = "no workspace roots are set" if not self._roots else "outside the workspace"
                     return f"{name}: {real} is {where}", resolved
         return "", resolved
 
-    def _real(self, value: str) -> Path:
-        p = Path(os.path.expanduser(value))
-        if not p.is_absolute():
-            p = (self._roots[0] if self._roots else Path.cwd()) / p
-        return Path(os.path.realpath(p))  # symlinks and .. resolved, as far as the path exists
+    def _real(self, value: str) -> str:
+        """The real path (symlinks and ``..`` resolved as the kernel resolves them), cached per ledger."""
+        real = self._resolved.get(value)
+        if real is None:
+            p = os.path.expanduser(value)
+            if not os.path.isabs(p):
+                p = os.path.join(self._roots[0][0] if self._roots else os.getcwd(), p)
+            real = self._resolved[value] = _realpath(p)
+            if len(self._resolved) > MAX_RESOLVED:
+                self._resolved.pop(next(iter(self._resolved)))
+        return real
 
     def record_ingest(self, source: Any, kind: Any) -> TaintDecision:
         """Content that did not come through a tool call: ``kind`` says what it is (``user`` for the user's own
