@@ -200,7 +200,8 @@ class SqliteBackend:
         self.reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
                                       check_same_thread=False, timeout=30.0)
         self.reader.execute("PRAGMA busy_timeout = 30000")
-        self.read_lock = threading.Lock()
+        self.reader.execute("PRAGMA mmap_size = 268435456")  # its cache is dropped after every write elsewhere
+        self.read_lock = threading.RLock()  # a query inside a read on the reader must not deadlock
 
     def close(self) -> None:
         with self.read_lock:
@@ -315,13 +316,35 @@ class SqliteBackend:
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A consistent read snapshot of committed data (``BEGIN DEFERRED`` on the read connection)."""
-        with self.read_lock:
-            self.reader.execute("BEGIN")
+        """A consistent read snapshot of committed data (``BEGIN DEFERRED``). When no write is running, on the
+        write connection (its page cache stays warm across this process's own writes; SQLite drops a connection's
+        whole cache when another connection has written); otherwise on the read connection, so a read never
+        waits for a commit's fsync and never sees a group's uncommitted work."""
+        with self._borrow() as conn:
+            conn.execute("BEGIN")
             try:
-                yield self.reader
+                yield conn
             finally:
-                self.reader.execute("COMMIT")
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def _borrow(self) -> Iterator[sqlite3.Connection]:
+        """The write connection if the store is idle (taking the combiner role for the read), else the reader."""
+        local = self._local
+        with self._mutex:
+            idle = not self._busy and not getattr(local, "combining", False)
+            if idle:
+                self._busy = True
+        if idle:
+            local.combining = True  # a write attempted inside the read is a bug: refused as nested
+            try:
+                yield self.conn
+            finally:
+                local.combining = False
+                self._hand_off()
+            return
+        with self.read_lock:
+            yield self.reader
 
     def scrub(self, *, compact_index: bool = False) -> None:
         """After deletes: fold the WAL back and truncate it so old frames holding deleted content are gone;
@@ -335,9 +358,9 @@ class SqliteBackend:
         self.run_exclusive(work)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        """One read statement on the read connection (no transaction needed for a single SELECT)."""
-        with self.read_lock:
-            return self.reader.execute(sql, params).fetchall()
+        """One read statement of committed data (see :meth:`read` for which connection)."""
+        with self._borrow() as conn:
+            return conn.execute(sql, params).fetchall()
 
     # --- record primitives (called inside ``write()``) -------------------------------------------------------
 
