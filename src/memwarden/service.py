@@ -329,9 +329,6 @@ class MemoryService:
         if self_written:
             trust = Trust.UNTRUSTED  # T5: procedures are authored by people or imported, never self-written
             why = why or "procedures written by an agent are held until an operator reviews them (T5)"
-        prov = Provenance(tenant=ctx.scope.tenant, user=ctx.scope.user, agent=ctx.scope.agent_key,
-                          session_id=ctx.session_id, source_type=ctx.source_type, sources=tuple(ctx.sources),
-                          trust=trust, approval="none")
         size = len(content.encode("utf-8"))
         metadata = spec.metadata
         update_id = spec.update_id
@@ -365,7 +362,7 @@ class MemoryService:
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
                 created_at=now, updated_at=now, expires_at=now + spec.days * DAY_MS, due_at=spec.due_at,
-                status=status, derived_from=derived, provenance=replace(prov, trust=trust, approval=approval),
+                status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval),
             )
         else:
             self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
@@ -380,7 +377,7 @@ class MemoryService:
                 status, approval = self._status(least, verdict, auto=not self_written)
                 if least == Trust.UNTRUSTED and not why:
                     why = "it revises a memory that came from untrusted content"
-                prov = replace(prov, trust=least, approval=approval)
+                prov = self._provenance(ctx, least, approval)
             record = replace(
                 old, version=old.version + 1, content=content, content_hash=content_hash(content),
                 metadata=metadata if metadata is not None else old.metadata,
@@ -389,8 +386,9 @@ class MemoryService:
                 expires_at=old.expires_at if spec.ttl_days is None else now + spec.days * DAY_MS,
                 due_at=spec.due_at if spec.due_at is not None else old.due_at, status=status, provenance=prov,
             )
-        # 3. sign (I1)
-        record = replace(record, signature=self.signer.sign_record(record))
+        # 3. sign (I1). The record was built here and is not shared yet: set its signature in place rather than
+        # copying every field again (dataclasses.replace is a measurable part of a save).
+        object.__setattr__(record, "signature", self.signer.sign_record(record))
         # 4. store
         if old is None:
             self.backend.insert(tx, record)
@@ -416,6 +414,13 @@ class MemoryService:
             self._delete_tx(tx, ctx, spec.replaces, "removed", events,
                             reason=f"replaced by the approved revision {record.id}")
         return record, why
+
+    @staticmethod
+    def _provenance(ctx: Context, trust: str, approval: str) -> Provenance:
+        """R2: provenance comes from the session's context, never from the content or the caller's arguments."""
+        s = ctx.scope
+        return Provenance(tenant=s.tenant, user=s.user, agent=s.agent_key, session_id=ctx.session_id,
+                          source_type=ctx.source_type, sources=tuple(ctx.sources), trust=trust, approval=approval)
 
     def _status(self, trust: str, verdict: Verdict, *, auto: bool = True) -> tuple[str, str]:
         """(status, approval) for new content: trusted → active; untrusted → held, unless the operator opted in

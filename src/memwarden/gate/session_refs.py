@@ -118,8 +118,8 @@ def find_session_refs(text: str, tokens: set[str] | None = None) -> list[Session
     gated = {kind for kind, words in _GATE_WORDS.items() if not words.isdisjoint(tokens)}
     if "session_id" in gated and _ID_WORDS.isdisjoint(tokens) and "#" not in low and "=" not in low:
         gated.discard("session_id")  # "session" alone is an ordinary word; an id needs an id
-    gated.update(kind for kind, subs in _GATE_SUBSTRINGS.items()
-                 if kind not in gated and any(sub in low for sub in subs))
+    contains = low.__contains__
+    gated.update(kind for kind, subs in _GATE_SUBSTRINGS.items() if kind not in gated and any(map(contains, subs)))
     if not gated:
         return []
     found: list[SessionRef] = []
