@@ -74,7 +74,7 @@ def test_i3_group_commit_one_commit_for_queued_writers(store: MemoryService) -> 
     results, errors = _grouped(backend, [_meta(f"k{i}") for i in range(5)])
     assert errors == [None] * 5
     assert results[:5] == [f"k{i}" for i in range(5)]
-    assert backend.commits - before == 2  # the blocker alone, then the five queued behind it together
+    assert backend.commits - before == 1  # the five queued while the first ran joined its transaction
     keys = {r[0] for r in backend.query("SELECT key FROM meta WHERE value = 'v'")}
     assert keys == {f"k{i}" for i in range(5)}
 
@@ -92,7 +92,7 @@ def test_i2_group_commit_a_failing_write_undoes_only_itself(store: MemoryService
 
 
 class _FailingCommit:
-    """The write connection, except that its second COMMIT fails (as a full disk or an I/O error would)."""
+    """The write connection, except that its next COMMIT fails (as a full disk or an I/O error would)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -101,7 +101,7 @@ class _FailingCommit:
     def execute(self, sql: str, params: Any = ()) -> Any:
         if sql == "COMMIT":
             self.commits += 1
-            if self.commits == 2:
+            if self.commits == 1:
                 raise sqlite3.OperationalError("disk I/O error")
         return self._conn.execute(sql, params)
 
@@ -115,9 +115,9 @@ def test_i3_group_commit_a_failed_commit_fails_every_write_it_held(store: Memory
     proxy = _FailingCommit(backend.conn)
     monkeypatch.setattr(backend, "conn", proxy)
     results, errors = _grouped(backend, [_meta("x"), _meta("y")])
-    assert results[2:] == ["blocker"]  # committed alone, first
-    assert len(errors) == 2 and all(isinstance(e, NotCommitted) for e in errors), errors
-    assert backend.query("SELECT key FROM meta WHERE key IN ('x', 'y')") == []
+    assert results == [None, None]  # nothing succeeded: the first write and the two that joined it
+    assert len(errors) == 3 and all(isinstance(e, NotCommitted) for e in errors), errors
+    assert backend.query("SELECT key FROM meta WHERE key IN ('x', 'y', 'blocker')") == []
     assert not backend.conn.in_transaction
     monkeypatch.undo()
     with store.session(SCOPE) as s:  # the store keeps working

@@ -270,22 +270,32 @@ class SqliteBackend:
             req.done = True
 
     def _run_group(self, batch: list[_Request]) -> None:
-        """One transaction for every request of the batch; each request's outcome is set, and ``done``."""
-        grouped = len(batch) > 1
+        """One transaction for every request of the batch — and for writes that queue while it runs (they join
+        before the COMMIT, so one fsync serves them too). Each request's outcome is set and ``done``; joiners are
+        appended to ``batch`` so the caller wakes them."""
+        first_alone = len(batch) == 1
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-            for r in batch:
-                if grouped:
+            i = 0
+            while i < len(batch):
+                r = batch[i]
+                savepoint = not (first_alone and i == 0)  # a lone first write needs none: ROLLBACK undoes it
+                if savepoint:
                     self.conn.execute("SAVEPOINT w")
                 try:
                     r.result = r.work(Tx(self.conn))
                 except Exception as exc:
                     r.error = exc
-                    if grouped:
+                    if savepoint:
                         self.conn.execute("ROLLBACK TO w")
-                if grouped:
+                    elif i == 0:
+                        break  # the transaction holds nothing else: roll it back below
+                if savepoint:
                     self.conn.execute("RELEASE w")
-            if not grouped and batch[0].error is not None:
+                i += 1
+                if i == len(batch) and len(batch) < MAX_GROUP:
+                    batch += self._joiners(MAX_GROUP - len(batch))
+            if first_alone and batch[0].error is not None:
                 self.conn.execute("ROLLBACK")
             else:
                 self.conn.execute("COMMIT")
@@ -303,6 +313,14 @@ class SqliteBackend:
         finally:
             for r in batch:
                 r.done = True
+
+    def _joiners(self, room: int) -> list[_Request]:
+        """Grouped writes queued meanwhile (up to the first exclusive request), taken off the queue."""
+        with self._mutex:
+            head = self._pending
+            n = next((i for i, r in enumerate(head[:room]) if r.raw), min(len(head), room))
+            taken, self._pending = head[:n], head[n:]
+        return taken
 
     def _hand_off(self) -> None:
         """Leave the combiner role: the oldest queued writer (if any) takes it over."""
