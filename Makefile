@@ -33,6 +33,7 @@ bench: $(STAMP_DEV)
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_gate.py
+	$(BIN)/python benchmarks/bench_taint.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -43,6 +43,9 @@ def test_demo_shows_each_scenario(tmp_path: Path) -> None:
         "search sees the write",  # P2 live reads
         "CapacityError",
         "lists all 3 entries",  # D1
+        "the write of a tainted session is held for review",  # T1, T2
+        "the agent cannot promote it",  # T3
+        "still labelled untrusted",
         "UPDATE memories SET content",
         "doctor finds the edited record",
         "not served",  # I1, T6
