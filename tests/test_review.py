@@ -286,3 +286,16 @@ def test_t3_review_cli_errors_are_one_line(db_path: Path, store: MemoryService) 
                  ("token", "create", "--role", "root", "--tenant", "acme"), ("token", "revoke", "nobody")):
         r = cli.run(*args, token=token)
         assert r.exit_code != 0 and len(r.stderr.strip().splitlines()) == 1, r.output
+
+
+def test_s4_replace_only_removes_a_memory_of_the_same_scope(store: MemoryService) -> None:
+    other = memwarden.Scope("acme", "u-99", "support")
+    with store.session(other) as s:
+        victim = s.save("Another user's trusted note").id or ""
+    held = held_write(store, SCOPE, "A proposal that claims to revise another scope",
+                      metadata={"revises": victim, "revises_version": 1})
+    _, who = _op(store)
+    with pytest.raises(NotFound):
+        review.promote(store, who, held.id or "", replace_current=True)
+    assert store.operator_get(victim).status == "active"
+    assert store.operator_get(held.id or "").status == "review"  # the whole promotion was rolled back

@@ -411,6 +411,10 @@ class MemoryService:
             details["note"] = spec.note[:1000]
         events.append(self._audit(tx, ctx, name, record.id, details))
         if spec.replaces is not None:
+            where, params = scope_clause(ctx.scope, read_shared=False)  # S4: only a record of the same scope
+            if tx.execute(f"SELECT 1 FROM memories m WHERE m.id = ? AND {where}", (spec.replaces, *params)
+                          ).fetchone() is None:
+                raise NotFound(f"no memory {spec.replaces} in {ctx.scope} to replace")
             self._delete_tx(tx, ctx, spec.replaces, "removed", events,
                             reason=f"replaced by the approved revision {record.id}")
         return record, why
