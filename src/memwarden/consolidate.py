@@ -44,8 +44,9 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def _candidates_sql(where: str) -> str:
-    return (f"SELECT {SELECT_COLS}, f.content FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} AND m.kind = ? LIMIT 8")
+    # the FTS5 subquery drives (a join lets the planner walk the scope and probe the FTS index per row)
+    return (f"SELECT {SELECT_COLS}, f.content FROM (SELECT rowid, content FROM memories_fts WHERE memories_fts"
+            f" MATCH ? LIMIT 64) f JOIN memories m ON m.rowid = f.rowid WHERE {where} AND m.kind = ? LIMIT 8")
 
 
 def shingles(tokens: Sequence[str]) -> set[str]:

@@ -118,11 +118,11 @@ class HybridSearch:
             f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
             " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m ON m.rowid = f.rowid"
             f" WHERE {where} ORDER BY f.r", (match, rk.pool, *params)).fetchall()
-        if len(rows) < rk.pool // 2:  # few matches, or held/expired rows crowded the inner LIMIT: no LIMIT
+        if len(rows) < rk.pool // 2:  # held/expired rows may have crowded the inner LIMIT: read deeper once
             rows = conn.execute(
-                f"SELECT {_CAND_COLS}, f.content, f.rank FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?",
-                (match, *params, rk.pool)).fetchall()
+                f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
+                " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m ON m.rowid = f.rowid"
+                f" WHERE {where} ORDER BY f.r LIMIT ?", (match, rk.pool * 20, *params, rk.pool)).fetchall()
         if not rows:
             return
         if rk.mode == "bm25":  # FTS5's own bm25 (global N): the plain baseline
