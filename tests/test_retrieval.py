@@ -284,3 +284,19 @@ def test_schema1_database_is_migrated_on_open(db_path: Path) -> None:
         assert [r.id for r in store.search(_ctx(SCOPE), "kestrelwing migrations")] == [mid]
         assert store.backend.query("SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
         assert doctor.run(store) == []
+
+
+def test_cli_reindex_and_consolidate(db_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memwarden.cli import app
+
+    with memwarden.open(db_path) as store:
+        _consolidation_inputs(store)
+    runner = CliRunner()
+    res = runner.invoke(app, ["--db", str(db_path), "reindex", "--json"])
+    assert res.exit_code == 0 and '"records": 2' in res.stdout, res.stdout
+    ident = ["--tenant", "acme", "--user", "u-1", "--agent", "support"]
+    res = runner.invoke(app, ["--db", str(db_path), "consolidate", *ident, "--kind", "fact", "--dry-run"])
+    assert res.exit_code == 0 and "nothing to consolidate" in res.stdout  # 0.9 threshold: these differ more
+    assert runner.invoke(app, ["--db", str(db_path), "doctor"]).exit_code == 0

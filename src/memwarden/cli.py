@@ -1297,6 +1297,11 @@ def scan(
         con.print(table)
 
 
+from memwarden import cli_retrieval  # noqa: E402 - reindex, consolidate, bench locomo (issue 5)
+
+cli_retrieval.register(app, sys.modules[__name__])
+
+
 def main() -> NoReturn:
     """Console-script entry point (``memwarden``)."""
     app(prog_name="memwarden")
