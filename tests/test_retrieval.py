@@ -300,3 +300,14 @@ def test_cli_reindex_and_consolidate(db_path: Path) -> None:
     res = runner.invoke(app, ["--db", str(db_path), "consolidate", *ident, "--kind", "fact", "--dry-run"])
     assert res.exit_code == 0 and "nothing to consolidate" in res.stdout  # 0.9 threshold: these differ more
     assert runner.invoke(app, ["--db", str(db_path), "doctor"]).exit_code == 0
+
+
+def test_q2_reindex_embedder_choice_is_kept_for_later_opens(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMWARDEN_EMBEDDER", raising=False)
+    with memwarden.open(db_path) as store:
+        _write(store, SCOPE, "The kestrel audit is done")
+        store.retrieval.set_embedder(HashEmbedder(dim=64))
+        store.retrieval.reindex(spec="hash")
+    with memwarden.open(db_path) as store:
+        assert store.retrieval.embedder.fingerprint == HashEmbedder().fingerprint
+        assert store.backend.query("SELECT value FROM meta WHERE key = 'embedder'") == [("hash",)]

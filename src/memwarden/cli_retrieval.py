@@ -23,11 +23,13 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
 
     @app.command()
     def reindex(ctx: typer.Context, embedder: EmbedderOpt = None, as_json: cli.JsonOpt = False) -> None:
-        """Rebuild the derived search indexes (FTS terms and vectors) from every record's text."""
+        """Rebuild the derived search indexes (FTS terms and vectors) from every record's text.
+
+        With --embedder, that embedder also becomes this database's default (unless $MEMWARDEN_EMBEDDER is set)."""
         service = cli._state(ctx).service()
         if embedder:
             service.retrieval.set_embedder(from_spec(embedder))
-        out = service.retrieval.reindex()
+        out = service.retrieval.reindex(spec=embedder)
         out["embedder"] = service.retrieval.embedder.fingerprint  # type: ignore[assignment]
         if as_json:
             cli._echo_json(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from memwarden.events import Event
@@ -27,6 +28,7 @@ from memwarden.retrieval.ranking import Ranking
 if TYPE_CHECKING:
     from memwarden.records import Record
     from memwarden.service import Context, MemoryService
+    from memwarden.store.sqlite import Tx
 
 log = logging.getLogger("memwarden.retrieval")
 
@@ -41,12 +43,20 @@ class Retrieval:
         self.ranking = ranking or Ranking()
         indexer = service.backend.indexer
         indexer.set_key(hmac.new(key, b"memwarden.fts-terms.v1", hashlib.sha256).digest())
+        self._explicit = embedder is not None or bool(os.environ.get("MEMWARDEN_EMBEDDER"))
         indexer.embedder = embedder or from_spec(None)
 
     def open(self) -> None:
         """After the key check: rebuild the derived indexes if they were made by an older tokenizer (schema 1
         databases, or a new database)."""
         indexer = self.service.backend.indexer
+        if not self._explicit:  # the embedder the last `reindex --embedder` chose for this database
+            row = self.service.backend.query("SELECT value FROM meta WHERE key = 'embedder'")
+            if row:
+                try:
+                    indexer.embedder = from_spec(str(row[0][0]))
+                except ValueError:
+                    log.warning("memwarden: unknown embedder %r in the database; using the default", row[0][0])
         rebuilt = self.service._transact(lambda tx: indexer.rebuild(tx) if indexer.needs_rebuild(tx) else None)
         if rebuilt and rebuilt["records"]:
             log.info("memwarden: rebuilt the search index of %d records (new tokenizer)", rebuilt["records"])
@@ -84,9 +94,17 @@ class Retrieval:
             actor=ctx.actor if ctx else "", details={"where": where, "error": why,
                                                      "embedder": self.embedder.fingerprint})])
 
-    def reindex(self, *, vectors: bool = True) -> dict[str, int]:
-        """Rebuild the FTS terms and (with ``vectors``) every vector with the current embedder."""
-        out = self.service._transact(lambda tx: self.service.backend.indexer.rebuild(tx, vectors=vectors))
+    def reindex(self, *, vectors: bool = True, spec: str | None = None) -> dict[str, int]:
+        """Rebuild the FTS terms and (with ``vectors``) every vector with the current embedder; ``spec`` (as
+        for :func:`from_spec`) also becomes the database's embedder for later opens without $MEMWARDEN_EMBEDDER."""
+        indexer = self.service.backend.indexer
+
+        def work(tx: Tx) -> dict[str, int]:
+            if spec is not None:
+                tx.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (spec,))
+            return indexer.rebuild(tx, vectors=vectors)
+
+        out = self.service._transact(work)
         self.flush()
         self.service.backend.scrub(compact_index=True)
         return out
