@@ -373,8 +373,10 @@ def _rows_for(db: Path, mid: str) -> dict[str, int]:
         out["memory_links"] = raw.execute(
             "SELECT count(*) FROM memory_links WHERE derived_id = ? OR source_id = ?", (mid, mid)
         ).fetchone()[0]
+        with memwarden.open(db) as svc:  # FTS terms are keyed hashes behind a scope tag: any scope's 'berlin'
+            berlin = svc.backend.indexer.hasher.token("berlin")
         out["fts"] = raw.execute(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'Berlin'"
+            "SELECT coalesce(sum(doc), 0) FROM memories_fts_vocab WHERE term LIKE ?", (f"%{berlin}",)
         ).fetchone()[0]
     raw.close()
     return out

@@ -1319,6 +1319,10 @@ from memwarden.cli_review import review_app, token_app  # noqa: E402
 app.add_typer(review_app, name="review")
 app.add_typer(token_app, name="token")
 
+from memwarden import cli_retrieval  # noqa: E402 - reindex, consolidate, bench locomo (issue 5)
+
+cli_retrieval.register(app, sys.modules[__name__])
+
 
 def main() -> NoReturn:
     """Console-script entry point (``memwarden``)."""

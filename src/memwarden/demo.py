@@ -340,10 +340,13 @@ def _step_delete(d: _Demo, tz_id: str) -> None:
 
 
 def _fts_hits(d: _Demo, word: str) -> int:
+    """Documents of the full-text index holding ``word`` in any scope (terms are stored as keyed hashes behind
+    a scope tag, see retrieval/tokenize.py)."""
+    token = d.store.backend.indexer.hasher.token(word.lower())
     with d.store.backend.read() as conn:
         return int(
             conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{word}"',)
+                "SELECT coalesce(sum(doc), 0) FROM memories_fts_vocab WHERE term LIKE ?", (f"%{token}",)
             ).fetchone()[0]
         )
 

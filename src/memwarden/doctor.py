@@ -32,6 +32,11 @@ _ZOMBIE_QUERIES = {
                             " WHERE f.rowid IS NULL",
     "memory_history": "SELECT DISTINCT h.id FROM memory_history h LEFT JOIN memories m ON m.id = h.id"
                       " WHERE m.id IS NULL",
+    "memory_vectors": "SELECT v.rowid FROM memory_vectors v LEFT JOIN memories m ON m.rowid = v.rowid"
+                      " WHERE m.rowid IS NULL OR m.tenant != v.tenant OR m.user_id != v.user_id"
+                      " OR m.agent != v.agent",
+    "memories (no vector row)": "SELECT m.id FROM memories m LEFT JOIN memory_vectors v ON v.rowid = m.rowid"
+                                " WHERE v.rowid IS NULL",
     "memory_links": "SELECT l.derived_id || ' <- ' || l.source_id FROM memory_links l"
                     " LEFT JOIN memories a ON a.id = l.derived_id LEFT JOIN memories b ON b.id = l.source_id"
                     " WHERE a.id IS NULL OR b.id IS NULL",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -123,6 +123,7 @@ class _Spec:
     replaces: str | None
     note: str | None
     evict_lowest: bool
+    derived_versions: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,11 @@ class MemoryService:
 
         self.providers = ProviderRegistry()
         self._sessions: set[str] = set()  # sessions started here and not ended (T6: others are refused)
+        from memwarden.retrieval import Retrieval
+
+        self.retrieval = Retrieval(self, key)  # hybrid search, embedder, derived indexes (issue 5)
         self._check_key(key)
+        self.retrieval.open()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -251,15 +256,17 @@ class MemoryService:
               sensitivity: str | int | None = None, ttl_days: int | None = None, due_at: int | None = None,
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
               expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
-              note: str | None = None, evict_lowest: bool = False) -> WriteResult:
+              note: str | None = None, evict_lowest: bool = False,
+              derived_versions: Mapping[str, int] | None = None) -> WriteResult:
         """gate → taint → sign → store → audit, in one transaction. Saves a new record, or (with ``update_id``
-        and ``expected_version``) a new version of an existing one.
+        and ``expected_version``) a new version of an existing one. ``derived_versions`` (consolidation, Q4):
+        the version of each ``derived_from`` input as the caller read it; if any differs, nothing is stored.
 
         Operator-only arguments (refused for any other actor): ``approval`` promotes the held record
         ``update_id`` (T3: it becomes active, keeps its trust, and records the approver), and ``replaces``
         removes that record in the same transaction (an approved revision); ``note`` is kept in the audit log.
-        ``evict_lowest`` (extracted facts,
-        T4/D1): at capacity, evict the lowest-confidence extracted record of the kind instead of failing."""
+        ``evict_lowest`` (extracted facts, T4/D1): at capacity, evict the lowest-confidence extracted record of
+        the kind instead of failing."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
         self._require_session(ctx)
@@ -286,7 +293,8 @@ class MemoryService:
         spec = _Spec(days=days, sens=sens, confidence=confidence, sensitivity=sensitivity, ttl_days=ttl_days,
                      due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
                      expected_version=expected_version, approval=approval, replaces=replaces,
-                     note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest)
+                     note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest,
+                     derived_versions=derived_versions)
         # An update without a confidence keeps the current one.
         candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
         events: list[Event] = []
@@ -301,6 +309,10 @@ class MemoryService:
                                        " reject it instead")
                 events.append(self._reject(tx, ctx, content, verdict, update_id))
                 return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
+            if update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
+                dup = self._near_duplicate(tx, ctx, candidate, verdict, sens, events)  # Q3 (text only)
+                if dup is not None:
+                    return dup
             record, why = self._store(tx, ctx, candidate, verdict, events, spec)
             if record.status == Status.REVIEW:
                 return WriteResult("review", record.id, record.version, verdict,
@@ -311,7 +323,26 @@ class MemoryService:
 
         result = self._transact(work)
         self._commit_events(events)
+        self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
         return result
+
+    def _near_duplicate(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, sens: int,
+                        events: list[Event]) -> WriteResult | None:
+        """Q3: a near-duplicate of a visible record of the same scope, kind, sensitivity and trust is not
+        stored again; the write returns that record and the audit log records the merge."""
+        from memwarden.consolidate import near_duplicate
+
+        content = candidate.content if verdict.content is None else verdict.content
+        if not isinstance(content, str) or not isinstance(candidate.kind, str):
+            return None
+        dup = near_duplicate(self, tx, ctx, candidate.kind, content, sens)
+        if dup is None:
+            return None
+        events.append(self._audit(tx, ctx, "merged", dup.id, {
+            "version": dup.version, "content_hash": dup.content_hash, "kind": dup.kind,
+            "duplicate_hash": content_hash(content), "source_type": ctx.source_type, "rules": verdict.rules}))
+        return WriteResult("accepted", dup.id, dup.version, verdict,
+                           "near-duplicate of an existing memory: kept that one, nothing new stored", dup)
 
     def _store(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, events: list[Event],
                spec: _Spec) -> tuple[Record, str]:
@@ -347,7 +378,7 @@ class MemoryService:
                 why = f"{why}; proposed as a revision of {old.id}, which stays in use meanwhile"
                 old, update_id = None, None
         if old is None:
-            derived, inherited = self._check_derived(tx, ctx, spec.derived_from)
+            derived, inherited = self._check_derived(tx, ctx, spec.derived_from, spec.derived_versions)
             if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
                 trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
                 why = why or "derived from untrusted memories"
@@ -473,8 +504,10 @@ class MemoryService:
         return audit.append(tx, self.signer, event, actor=ctx.actor, tenant=s.tenant, user=s.user,
                             agent=s.agent_key, session_id=ctx.session_id, memory_id=memory_id, details=details)
 
-    def _check_derived(self, tx: Tx, ctx: Context, ids: Sequence[str]) -> tuple[tuple[str, ...], str]:
-        """Inputs of a derived record must be visible to the caller; returns them and their least trust (Q4)."""
+    def _check_derived(self, tx: Tx, ctx: Context, ids: Sequence[str],
+                       versions: Mapping[str, int] | None = None) -> tuple[tuple[str, ...], str]:
+        """Inputs of a derived record must be visible to the caller (and, with ``versions``, unchanged since
+        the caller read them); returns them and their least trust (Q4)."""
         if not ids:
             return (), Trust.TRUSTED
         where, params = self._visible(ctx)
@@ -482,8 +515,13 @@ class MemoryService:
                           f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
         found = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         missing = [i for i in ids if i not in found]
+        if missing and versions is not None and all(i in versions for i in missing):
+            raise VersionConflict(missing[0], versions[missing[0]], None)  # an input vanished since it was read
         if missing:
             raise InvalidInput(f"derived_from names records not visible in this scope: {', '.join(missing)}")
+        for mid, version in (versions or {}).items():
+            if mid in found and found[mid].version != version:
+                raise VersionConflict(mid, version, found[mid].version)
         least = (Trust.UNTRUSTED if any(r.provenance.trust == Trust.UNTRUSTED for r in found.values())
                  else Trust.TRUSTED)
         return tuple(dict.fromkeys(ids)), least
@@ -840,22 +878,14 @@ class MemoryService:
         return good, total - len(bad)
 
     def search(self, ctx: Context, query: str, k: int = 5, kind: str | None = None) -> list[Record]:
-        """Lexical (FTS5/BM25) search inside the caller's scope; filters are part of the query (S3, Q1)."""
+        """Hybrid (lexical + vector) search inside the caller's scope; every filter is part of the SQL (S3, Q1).
+        The ranking lives in ``memwarden.retrieval``; an embedder failure degrades it to lexical-only (Q2)."""
         if not isinstance(query, str):
             raise InvalidInput("query must be text")
         self._require_session(ctx)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
             raise InvalidInput("k must be a whole number from 1 to 100")
-        match = fts_query(query)
-        if not match:
-            return []
-        where, params = self._visible(ctx)
-        if kind is not None:
-            where += " AND m.kind = ?"
-            params.append(kind)
-        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories_fts f JOIN memories m ON m.rowid = f.rowid"
-                               f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts), m.id LIMIT ?",
-                          (match, *params, k))
+        return self.retrieval.search(ctx, query, k, kind)
 
     def matchable_procedures(self, ctx: Context, limit: int = 200) -> list[Record]:
         """T5: the scope's procedures that trigger matching may use — active, and trusted or approved by an

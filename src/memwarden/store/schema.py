@@ -3,7 +3,7 @@ deletion (D3) and ``doctor`` can prove nothing is left behind."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -53,10 +53,28 @@ CREATE TABLE IF NOT EXISTS memory_history (
     PRIMARY KEY (id, version)
 );
 
--- Full-text index over live records; rowid = memories.rowid. Same transaction as the record.
+-- Full-text index over live records; rowid = memories.rowid. Same transaction as the record. It holds the
+-- record's terms (retrieval/tokenize.py: stemmed, stop words dropped, each prefixed with the scope's tag), so a
+-- search reads only its scope's postings. Databases of schema 1 (porter tokenizer) are rebuilt on open.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    content, tokenize = 'porter unicode61 remove_diacritics 2'
+    content, tokenize = 'unicode61 remove_diacritics 0'
 );
+-- Per-term document counts (per scope, since terms carry the scope tag): BM25's IDF within the scope.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row');
+
+-- One embedding per record (derived data, Q2): rowid = memories.rowid, the embedder's fingerprint, and the
+-- vector (float32, NULL when the embedder failed). Scope and session are kept for the scope-filtered scan and
+-- for context expansion (neighbouring episodes of a session). Same transaction as the record; deleted with it.
+CREATE TABLE IF NOT EXISTS memory_vectors (
+    rowid      INTEGER PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    user_id    TEXT NOT NULL,
+    agent      TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    embedder   TEXT NOT NULL,
+    vec        BLOB
+);
+CREATE INDEX IF NOT EXISTS memory_vectors_scope ON memory_vectors (tenant, user_id, agent, session_id);
 
 -- derived_from as rows, so deleting an input finds what was derived from it (D3).
 CREATE TABLE IF NOT EXISTS memory_links (
@@ -146,4 +164,5 @@ MEMORY_TABLES: dict[str, str] = {
     "memories": "id",
     "memory_history": "id",
     "memory_links": "derived_id",
+    "memory_vectors": "rowid",  # keyed by memories.rowid, like memories_fts
 }

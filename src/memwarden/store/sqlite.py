@@ -22,6 +22,7 @@ from platformdirs import user_data_dir
 
 from memwarden.errors import UnsupportedURL
 from memwarden.records import Provenance, Record
+from memwarden.retrieval.index import Indexer
 from memwarden.scope import Scope
 from memwarden.store.schema import DDL, SCHEMA_VERSION
 
@@ -192,9 +193,11 @@ class SqliteBackend:
         c.execute("PRAGMA temp_store = MEMORY")  # savepoint journals of grouped writes stay in memory
         c.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: deleted content leaves no remnant (D3)
 
+        self.indexer = Indexer()  # FTS terms + vectors, written in the record's transaction (issue 5)
+
         def schema(tx: Tx) -> None:
-            tx.executescript_safe(DDL)
-            tx.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            tx.executescript_safe(DDL)  # the service rebuilds the FTS terms if they are of an older tokenizer
+            tx.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
         self.run_write(schema)
         self.reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
@@ -382,29 +385,26 @@ class SqliteBackend:
 
     # --- record primitives (called inside ``write()``) -------------------------------------------------------
 
-    @staticmethod
-    def insert(tx: Tx, r: Record) -> None:
+    def insert(self, tx: Tx, r: Record) -> None:
         cur = tx.execute(_INSERT_SQL, record_to_row(r))
-        tx.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (cur.lastrowid, r.content))
+        self.indexer.add(tx, int(cur.lastrowid or 0), r)  # FTS terms + vector, same transaction
         if r.derived_from:
             tx.executemany("INSERT OR IGNORE INTO memory_links VALUES (?, ?)",
                            [(r.id, s) for s in r.derived_from])
 
-    @staticmethod
-    def replace(tx: Tx, r: Record, superseded_at: int) -> None:
+    def replace(self, tx: Tx, r: Record, superseded_at: int) -> None:
         """Keep the current version in history, then overwrite it with ``r`` (same id, next version)."""
         tx.execute(_HISTORY_SQL, (superseded_at, r.id))
         row = record_to_row(r)
         tx.execute(_UPDATE_SQL, (*row[1:], r.id))
         rowid = tx.execute("SELECT rowid FROM memories WHERE id = ?", (r.id,)).fetchone()[0]
-        tx.execute("UPDATE memories_fts SET content = ? WHERE rowid = ?", (r.content, rowid))
+        self.indexer.update(tx, rowid, r)
 
-    @staticmethod
-    def delete(tx: Tx, memory_id: str) -> None:
+    def delete(self, tx: Tx, memory_id: str) -> None:
         """Remove one record from every table that holds it (D3). Derived records are the caller's job."""
         found = tx.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()
         if found:
-            tx.execute("DELETE FROM memories_fts WHERE rowid = ?", (found[0],))
+            self.indexer.remove(tx, found[0])  # FTS row and vector
         tx.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
         tx.execute("DELETE FROM memory_history WHERE id = ?", (memory_id,))
         tx.execute("DELETE FROM memory_links WHERE derived_id = ?", (memory_id,))

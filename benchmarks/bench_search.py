@@ -1,0 +1,182 @@
+"""Search benchmark (issue 5, acceptance 2): memwarden ``service.search`` vs LangGraph ``SqliteStore.search``
+with the same embedder wired into both, for scopes of 1k, 10k and 100k records in a database holding ``--total``
+records overall (the rest in other scopes), in one process.
+
+Build (stated honestly): memwarden's database is filled through a benchmark-only *grouped* path that runs, per
+record, exactly what ``MemoryService.write`` runs — gate, taint, sign, store (row, FTS terms, vector), audit —
+but commits every ``--batch`` records in one transaction (``service._transact`` around ``service._store``), so a
+million records build in minutes instead of a million fsyncs. LangGraph gets the same texts through
+``SqliteStore.batch`` of ``PutOp`` (it embeds them with the same ``HashEmbedder``).
+
+Queries: for each measured scope, ``--queries`` records are drawn and a query is made from 5 of their content
+words; recall@5 = the drawn record is among the 5 results. Measurements alternate between the stores per query.
+
+    .venv/bin/python benchmarks/bench_search.py [--total 1000000] [--queries 200] [--dir DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import memwarden
+from _report import cpu_model, table
+from bench_store import make_items
+from memwarden.gate import Candidate
+from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
+from memwarden.retrieval import HashEmbedder
+from memwarden.retrieval.tokenize import STOPWORDS
+from memwarden.service import Context
+
+try:
+    import pysqlite3.dbapi2 as lg_sqlite  # type: ignore[import-not-found, unused-ignore]
+    from langgraph.store.base import PutOp
+    from langgraph.store.sqlite import SqliteStore
+except ImportError:  # pragma: no cover
+    sys.exit("langgraph-checkpoint-sqlite / pysqlite3-binary missing: .venv/bin/pip install -e '.[dev,bench]'")
+
+SIZES = (1_000, 10_000, 100_000)
+TARGET_P95_MS = 5.0  # at 10k records per scope
+TARGET_RATIO = 2.0  # memwarden at least 2x faster than LangGraph
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def build_memwarden(svc: memwarden.MemoryService, scope: memwarden.Scope, texts: list[str], batch: int) -> None:
+    ctx = Context(scope, session_id=f"bench-{scope.user}", source_type="user", actor="system:bench")
+    for i in range(0, len(texts), batch):
+        chunk = texts[i:i + batch]
+
+        def work(tx: Any, chunk: list[str] = chunk) -> None:
+            events: list[Any] = []
+            for text in chunk:
+                cand = Candidate(text, "episode", ctx.source_type, None, 1.0)
+                verdict = svc.gate.check(cand)
+                if verdict.verdict == "reject":
+                    continue
+                svc._store(tx, ctx, cand, verdict, events, days=30, sens=1, confidence=1.0, sensitivity=None,
+                           ttl_days=None, due_at=None, metadata=None, derived_from=(), update_id=None,
+                           expected_version=None)
+
+        svc._transact(work)
+
+
+def build_langgraph(store: SqliteStore, ns: tuple[str, ...], keys: list[str], texts: list[str], batch: int) -> None:
+    for i in range(0, len(texts), batch):
+        store.batch([PutOp(ns, k, {"text": t}) for k, t in zip(keys[i:i + batch], texts[i:i + batch], strict=True)])
+
+
+def query_for(rng: random.Random, text: str) -> str:
+    words = [w.strip(".,;") for w in text.split() if w.lower().strip(".,;") not in STOPWORDS and len(w) > 2]
+    return " ".join(rng.sample(words, min(5, len(words))))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--total", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--batch", type=int, default=2_000)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--seed", type=int, default=5)
+    args = ap.parse_args()
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    emb = HashEmbedder()
+    limits = dict(DEFAULT_LIMITS)
+    limits["episode"] = KindLimits(10_000_000, 1 << 40)
+    tmp = tempfile.mkdtemp(prefix="memwarden-search-", dir=args.dir)
+    svc = memwarden.open(Path(tmp) / "mw.db", policy=Policy(limits=limits), durability="normal")
+    svc.retrieval.set_embedder(emb)
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return emb.embed(texts).tolist()
+
+    # LangGraph's vector search needs the sqlite-vec extension, which this interpreter's sqlite3 cannot load:
+    # its connection comes from pysqlite3-binary (SQLite 3.51; memwarden runs on the interpreter's 3.40).
+    lg_conn = lg_sqlite.connect(str(Path(tmp) / "lg.db"), isolation_level=None, check_same_thread=False)
+    lg_conn.execute("PRAGMA journal_mode=WAL")
+    lg_conn.execute("PRAGMA synchronous=NORMAL")
+    lg = SqliteStore(lg_conn, index={"dims": emb.dim, "embed": embed, "fields": ["text"]})  # type: ignore[arg-type]
+    lg.setup()
+    sizes = [s for s in SIZES if s <= args.total]
+    filler = args.total - sum(sizes)
+    plan = [(f"scope-{s}", s) for s in sizes]
+    per_filler = 10_000
+    plan += [(f"other-{i}", min(per_filler, filler - i * per_filler)) for i in range(math.ceil(filler / per_filler))]
+    data: dict[str, tuple[list[str], list[str]]] = {}
+    t0 = time.perf_counter()
+    for n, (name, count) in enumerate(plan):
+        items = make_items(count, args.seed + n, [("episode", 1.0)], now)
+        texts, keys = [it.content for it in items], [it.key for it in items]
+        if name.startswith("scope-"):
+            data[name] = (texts, keys)
+        build_memwarden(svc, memwarden.Scope("bench", name, "agent"), texts, args.batch)
+        build_langgraph(lg, ("bench", name, "agent"), keys, texts, args.batch)
+        print(f"built {name}: {count} records ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    build_s = time.perf_counter() - t0
+    rows = []
+    results: dict[str, Any] = {}
+    rng = random.Random(args.seed)
+    for name, (texts, keys) in data.items():
+        scope = memwarden.Scope("bench", name, "agent")
+        ctx = Context(scope, session_id="q", source_type="user", actor="system:bench")
+        picks = rng.sample(range(len(texts)), min(args.queries, len(texts)))
+        mw_ms: list[float] = []
+        lg_ms: list[float] = []
+        mw_hit = lg_hit = 0
+        for j, i in enumerate(picks):
+            q = query_for(rng, texts[i])
+            order = (0, 1) if j % 2 == 0 else (1, 0)
+            for side in order:
+                if side == 0:
+                    t = time.perf_counter_ns()
+                    found = svc.search(ctx, q, k=5)
+                    mw_ms.append((time.perf_counter_ns() - t) / 1e6)
+                    mw_hit += any(r.content == texts[i] for r in found)
+                else:
+                    t = time.perf_counter_ns()
+                    got = lg.search(("bench", name, "agent"), query=q, limit=5)
+                    lg_ms.append((time.perf_counter_ns() - t) / 1e6)
+                    lg_hit += any(it.key == keys[i] for it in got)
+        n = len(picks)
+        results[name] = (mw_ms, lg_ms)
+        for label, xs, hits in (("memwarden `service.search` (hybrid, verified)", mw_ms, mw_hit),
+                                ("LangGraph `SqliteStore.search` (vector, same embedder)", lg_ms, lg_hit)):
+            rows.append([f"{len(texts):,}", label, f"{statistics.median(xs):.2f}", f"{pct(xs, 95):.2f}",
+                         f"{hits / n:.3f}"])
+        rows.append(["", "ratio LangGraph / memwarden (p50, p95)",
+                     f"{statistics.median(lg_ms) / statistics.median(mw_ms):.1f}x",
+                     f"{pct(lg_ms, 95) / pct(mw_ms, 95):.1f}x", ""])
+    out = [f"bench_search: {args.total:,} records in each database, build {build_s:.0f} s, {cpu_model()}",
+           "", table(["scope size", "store", "p50 ms", "p95 ms", "recall@5"], rows)]
+    if "scope-10000" in results:
+        mw, lgm = results["scope-10000"]
+        out += ["", table(["target (issue 5, acceptance 2)", "goal", "measured", "result"], [
+            ["memwarden p95 at 10k records per scope", f"≤ {TARGET_P95_MS} ms", f"{pct(mw, 95):.2f} ms",
+             "PASS" if pct(mw, 95) <= TARGET_P95_MS else "FAIL"],
+            ["LangGraph p50 / memwarden p50 at 10k", f"≥ {TARGET_RATIO}x",
+             f"{statistics.median(lgm) / statistics.median(mw):.1f}x",
+             "PASS" if statistics.median(lgm) / statistics.median(mw) >= TARGET_RATIO else "FAIL"]])]
+    text = "\n".join(out)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    svc.close()
+    lg_conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""Near-duplicate detection on write (Q3) and ``memwarden consolidate`` (Q4).
+
+Both decide on **text only** — pairs of consecutive stemmed terms (shingles) compared by Jaccard similarity —
+never on vectors, so a failing or swapped embedder cannot change what is merged, kept or deleted (Q2).
+
+* On write (:func:`near_duplicate`): a new record whose shingles have Jaccard similarity ≥ ``DUPLICATE_JACCARD``
+  (0.9) with a visible record of the same scope, kind and sensitivity, written at the same trust level, is not
+  stored again: the write returns the existing record and the audit log gets a ``merged`` event. Only trusted
+  writes are deduplicated (held writes never are), and only against records of the same trust, so untrusted
+  text never overwrites or evicts trusted memory.
+* :func:`consolidate` groups redundant records (same threshold) of one scope and kind and writes one merged
+  record per group through :meth:`MemoryService.write` (gate, taint, sign, audit) with ``derived_from`` and the
+  version of every input as read: if any input changed (or vanished) since, the write aborts (VersionConflict)
+  and nothing is stored. The merged record inherits the least-trusted provenance of its inputs (an untrusted
+  input makes it untrusted and held), and deleting any input deletes it (D3). Inputs stay stored (they are what
+  the merged record is regenerated from) but search serves the merged record instead of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memwarden.errors import MemwardenError
+from memwarden.records import Kind, Record, SourceType, Status, Trust
+from memwarden.retrieval.tokenize import TAG_LEN, terms
+from memwarden.store.sqlite import SELECT_COLS, scope_clause
+
+if TYPE_CHECKING:
+    from memwarden.service import Context, MemoryService
+    from memwarden.store.sqlite import Tx
+
+DUPLICATE_JACCARD = 0.9  # stemmed-term Jaccard similarity at or above which two texts are the same memory
+MATCH_TERMS = 12  # distinct terms (a fixed choice of them) a candidate must all contain to be compared
+DEDUP_KINDS = frozenset({Kind.EPISODE, Kind.FACT, Kind.PREFERENCE})
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def _candidates_sql(where: str) -> str:
+    # the FTS5 subquery drives (a join lets the planner walk the scope and probe the FTS index per row)
+    return (f"SELECT {SELECT_COLS}, f.content FROM (SELECT rowid, content FROM memories_fts WHERE memories_fts"
+            f" MATCH ? LIMIT 64) f JOIN memories m ON m.rowid = f.rowid WHERE {where} AND m.kind = ? LIMIT 8")
+
+
+def shingles(tokens: Sequence[str]) -> set[str]:
+    """Consecutive term pairs (order matters: "A paid B" is not "B paid A"); a one-term text is its term."""
+    if len(tokens) < 2:
+        return set(tokens)
+    return {f"{a} {b}" for a, b in itertools.pairwise(tokens)}
+
+
+def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, content: str,
+                   sensitivity: int) -> Record | None:
+    """The visible record of the caller's own scope that ``content`` nearly duplicates, if any (Q3)."""
+    if kind not in DEDUP_KINDS or ctx.trust != Trust.TRUSTED:
+        return None
+    scope = ctx.scope
+    hasher = service.backend.indexer.hasher
+    tag = hasher.tag(scope.tenant, scope.user, scope.agent_key)
+    toks = [t[TAG_LEN:] for t in hasher.tokens(tag, content)]
+    if not toks:
+        return None
+    mine = shingles(toks)
+    longest = sorted(set(toks))[:MATCH_TERMS]  # any fixed subset works: a near-duplicate has (almost) all terms
+    match = " AND ".join(f'"{tag}{t}"' for t in longest)
+    where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
+    where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
+    rows = tx.execute(_candidates_sql(where), (match, *params, _now(), sensitivity, kind)).fetchall()
+    best: tuple[float, Sequence[Any]] | None = None
+    for row in rows:
+        other = shingles([tok[TAG_LEN:] for tok in str(row[-1]).split()])
+        sim = jaccard(mine, other)
+        if sim >= DUPLICATE_JACCARD and (best is None or sim > best[0]):
+            best = (sim, row[:-1])
+    if best is None:
+        return None
+    served = service._serve(ctx, [best[1]], tx=tx)  # verified like any read (I1)
+    if not served or served[0].provenance.trust != ctx.trust or served[0].status != Status.ACTIVE:
+        return None
+    return served[0]
+
+
+def _now() -> int:
+    from memwarden.records import now_ms
+
+    return now_ms()
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    ids: tuple[str, ...]
+    merged_id: str | None
+    status: str  # accepted | review | rejected | conflict | error
+    message: str
+
+
+def groups(records: Sequence[Record], threshold: float = DUPLICATE_JACCARD) -> list[list[Record]]:
+    """Records of one kind grouped by near-duplicate text (single link on Jaccard ≥ ``threshold``)."""
+    sets = [shingles(terms(r.content)) for r in records]
+    parent = list(range(len(records)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    by_term: dict[str, list[int]] = {}
+    for i, s in enumerate(sets):
+        for t in s:
+            by_term.setdefault(t, []).append(i)
+    for i, s in enumerate(sets):
+        if not s:
+            continue
+        seen: set[int] = set()
+        for t in s:
+            for j in by_term[t]:
+                if j > i and j not in seen:
+                    seen.add(j)
+                    if sets[j] and jaccard(s, sets[j]) >= threshold:
+                        parent[find(j)] = find(i)
+    out: dict[int, list[Record]] = {}
+    for i, r in enumerate(records):
+        out.setdefault(find(i), []).append(r)
+    return [g for g in out.values() if len(g) > 1]
+
+
+def merged_text(group: Sequence[Record]) -> str:
+    """The most complete wording of a group of near-duplicates (the longest; ties: the oldest)."""
+    return max(group, key=lambda r: (len(r.content), -r.created_at)).content
+
+
+def consolidate(service: MemoryService, ctx: Context, kind: str | None = None, *,
+                threshold: float = DUPLICATE_JACCARD, dry_run: bool = False) -> list[Merge]:
+    """Merge redundant visible records of ``ctx``'s own scope (Q4); one :class:`Merge` per group."""
+    from dataclasses import replace
+
+    ctx = replace(ctx, source_type=SourceType.CONSOLIDATION, read_shared=False)
+    kinds = [kind] if kind else sorted(DEDUP_KINDS)
+    results: list[Merge] = []
+    for knd in kinds:
+        records = [r for r in service.list_records(ctx, kind=knd, limit=100_000)
+                   if r.provenance.source_type != SourceType.CONSOLIDATION]
+        folded = _already_folded(service, [r.id for r in records])
+        for group in groups([r for r in records if r.id not in folded], threshold):
+            group.sort(key=lambda r: (r.created_at, r.id))
+            ids = tuple(r.id for r in group)
+            if dry_run:
+                results.append(Merge(ids, None, "planned", merged_text(group)[:80]))
+                continue
+            try:
+                res = service.write(ctx, merged_text(group), kind=knd, derived_from=ids,
+                                    derived_versions={r.id: r.version for r in group},
+                                    sensitivity=max(r.sensitivity for r in group),
+                                    confidence=min(r.confidence for r in group))
+            except MemwardenError as exc:  # VersionConflict: an input changed since it was read
+                results.append(Merge(ids, None, "conflict" if exc.code == "version_conflict" else "error",
+                                     str(exc)))
+                continue
+            results.append(Merge(ids, res.id, res.status, res.message))
+    return results
+
+
+def _already_folded(service: MemoryService, ids: Sequence[str]) -> set[str]:
+    """Inputs already represented by a live consolidation record (not merged twice)."""
+    out: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i:i + 500])
+        rows = service.backend.query(
+            "SELECT l.source_id FROM memory_links l JOIN memories d ON d.id = l.derived_id"
+            f" WHERE d.source_type = 'consolidation' AND l.source_id IN ({','.join('?' * len(chunk))})", chunk)
+        out.update(str(r[0]) for r in rows)
+    return out

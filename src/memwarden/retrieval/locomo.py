@@ -1,0 +1,245 @@
+"""LoCoMo retrieval benchmark (``memwarden bench locomo``): every turn of a conversation is one episode in that
+conversation's own scope, written through the real write path (one memwarden session per LoCoMo session); each
+evidence-labelled question is a query; recall@k = share of a question's evidence turns among the top k, hit@k =
+at least one of them there. The data (CC BY-NC 4.0) is read in place, never copied.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from memwarden.ids import new_id
+from memwarden.records import SourceType
+from memwarden.retrieval.embedders import Embedder
+from memwarden.retrieval.ranking import Ranking
+from memwarden.scope import Scope
+
+DEFAULT_PATH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "locomo10.json.gz"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_EVIDENCE = re.compile(r"D(\d+):(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    session: int
+    text: str  # what is stored: "Speaker: words [shared: caption]"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str
+    evidence: tuple[str, ...]
+    category: int
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+
+
+def turn_text(t: dict[str, Any]) -> str:
+    """Reported speech: the write gate reads quoted words as content, not as instructions (a bare turn such as
+    "Wow! Got any tips?" trips its standing-instruction rule: 405 of 5,882 turns, against 64 quoted)."""
+    text = f"{t['speaker']} said, \"{t['text']}\""
+    if t.get("blip_caption"):  # the turn shared an image; its caption is part of what was said
+        text += f" and shared {t['blip_caption']}."
+    return text
+
+
+def load(path: str | Path = DEFAULT_PATH) -> list[Conversation]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    out = []
+    for c in data:
+        conv = c["conversation"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in conv:
+            turns += [Turn(t["dia_id"], n, turn_text(t)) for t in conv[f"session_{n}"]]
+            n += 1
+        ids = {t.dia_id for t in turns}
+        qs = []
+        for q in c["qa"]:
+            ev = [f"D{int(a)}:{int(b)}" for e in q.get("evidence") or [] for a, b in _EVIDENCE.findall(e)]
+            ev = [e for e in dict.fromkeys(ev) if e in ids]  # "D8:6; D9:17", "D30:05" are normalised
+            if ev:
+                qs.append(Question(q["question"], tuple(ev), int(q["category"])))
+        out.append(Conversation(c["sample_id"], tuple(turns), tuple(qs)))
+    return out
+
+
+@dataclass
+class Scores:
+    recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    hit: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    by_cat: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
+    latency_ns: list[int] = field(default_factory=list)
+
+    def add(self, got: Sequence[set[str]], q: Question, ks: Sequence[int]) -> None:
+        ev = set(q.evidence)
+        for k in ks:
+            seen = set().union(*got[:k]) if got else set()
+            r = len(seen & ev) / len(ev)
+            self.recall[k].append(r)
+            self.hit[k].append(1.0 if seen & ev else 0.0)
+            self.by_cat[(q.category, k)].append(r)
+
+    def mean(self, table: dict[Any, list[float]], key: Any) -> float:
+        return statistics.fmean(table[key]) if table[key] else 0.0
+
+
+Searcher = Callable[[int, str, int], list[set[str]]]  # (conversation index, question, k) -> dia ids per hit
+
+
+def plain_bm25(convs: Sequence[Conversation]) -> Searcher:
+    """The baseline: FTS5 BM25 (porter unicode61) over the same texts, every query word OR-ed — the search
+    memwarden shipped before this issue — one in-memory table, filtered to the conversation."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(content, conv UNINDEXED,"
+               " tokenize = 'porter unicode61 remove_diacritics 2')")
+    ids: dict[int, str] = {}
+    for ci, c in enumerate(convs):
+        for t in c.turns:
+            cur = db.execute("INSERT INTO f (content, conv) VALUES (?, ?)", (t.text, ci))
+            ids[int(cur.lastrowid or 0)] = t.dia_id
+    word = re.compile(r"\w+")
+
+    def search(ci: int, text: str, k: int) -> list[set[str]]:
+        match = " OR ".join(list(dict.fromkeys(f'"{w}"' for w in word.findall(text)))[:32])
+        if not match:
+            return []
+        rows = db.execute("SELECT rowid FROM f WHERE f MATCH ? AND conv = ? ORDER BY bm25(f) LIMIT ?",
+                          (match, ci, k)).fetchall()
+        return [{ids[r[0]]} for r in rows]
+
+    return search
+
+
+def build_store(convs: Sequence[Conversation], db_path: Path, embedder: Embedder | None = None) -> Any:
+    """A memwarden store holding every turn as an episode (real write path); returns (service, id map, stats)."""
+    import memwarden
+    from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
+    from memwarden.service import Context
+
+    limits = dict(DEFAULT_LIMITS)
+    limits["episode"] = KindLimits(1_000_000, 1 << 30)
+    svc = memwarden.open(db_path, policy=Policy(limits=limits), durability="normal")
+    if embedder is not None:
+        svc.retrieval.set_embedder(embedder)
+    where: dict[str, set[str]] = defaultdict(set)  # record id -> dia ids it holds (near-duplicates merge)
+    stats: dict[str, int] = defaultdict(int)
+    for c in convs:
+        scope = Scope("locomo", c.sample_id, "bench")
+        session_ids: dict[int, str] = {}
+        for t in c.turns:
+            sid = session_ids.setdefault(t.session, new_id())
+            ctx = Context(scope, session_id=sid, source_type=SourceType.USER, actor="system:bench")
+            res = svc.write(ctx, t.text, kind="episode")
+            stats[res.status] += 1
+            if res.id and res.status == "accepted":
+                where[res.id].add(t.dia_id)
+    stats["records"] = len(where)
+    return svc, where, dict(stats)
+
+
+def memwarden_searcher(svc: Any, convs: Sequence[Conversation], where: dict[str, set[str]],
+                       ranking: Ranking) -> Searcher:
+    from memwarden.service import Context
+
+    ctxs = [Context(Scope("locomo", c.sample_id, "bench"), session_id=new_id(), source_type=SourceType.OPERATOR,
+                    actor="system:bench", clearance=3) for c in convs]
+
+    def search(ci: int, text: str, k: int) -> list[set[str]]:
+        found = svc.retrieval.search(ctxs[ci], text, k, ranking=ranking)
+        return [where.get(r.id, set()) for r in found]
+
+    return search
+
+
+def evaluate(convs: Sequence[Conversation], search: Searcher, ks: Sequence[int]) -> Scores:
+    sc = Scores()
+    kmax = max(ks)
+    for ci, c in enumerate(convs):
+        for q in c.questions:
+            t0 = time.perf_counter_ns()
+            got = search(ci, q.text, kmax)
+            sc.latency_ns.append(time.perf_counter_ns() - t0)
+            sc.add(got, q, ks)
+    return sc
+
+
+def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), embedders: Sequence[str] = ("hash",),
+        db_dir: str | None = None) -> dict[str, Any]:
+    """Every configuration in one run: plain BM25 baseline, memwarden modes, each embedder asked for."""
+    from memwarden.retrieval.embedders import from_spec
+
+    convs = load(path)
+    results: dict[str, Scores] = {}
+    results["plain BM25 (FTS5 porter, words OR-ed; memwarden before issue 5)"] = evaluate(convs, plain_bm25(convs),
+                                                                                         ks)
+    info: dict[str, Any] = {"conversations": len(convs), "turns": sum(len(c.turns) for c in convs),
+                            "questions": sum(len(c.questions) for c in convs)}
+    with tempfile.TemporaryDirectory(dir=db_dir) as tmp:
+        for spec in embedders:
+            emb = from_spec(spec)
+            t0 = time.perf_counter()
+            svc, where, stats = build_store(convs, Path(tmp) / f"locomo-{spec}.db", emb)
+            info[f"build {spec}"] = {**stats, "seconds": round(time.perf_counter() - t0, 1)}
+            try:
+                base = Ranking()
+                configs = [("memwarden BM25 only (new terms, FTS5 order)", replace(base, mode="bm25")),
+                           ("memwarden lexical (per-scope BM25 + context expansion)", replace(base, mode="lexical")),
+                           ("memwarden hybrid, no context expansion", replace(base, expand=0)),
+                           ("memwarden default (hybrid + context expansion)", base)]
+                if spec != "hash":
+                    configs = configs[2:]
+                for name, rk in configs:
+                    label = name if spec == "hash" else f"{name}, embedder {spec}"
+                    results[label] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
+            finally:
+                svc.close()
+    return {"info": info, "results": results, "ks": list(ks)}
+
+
+def report(out: dict[str, Any]) -> str:
+    """Markdown tables: recall@k and hit@k overall, recall@5/@10 per category."""
+    ks = out["ks"]
+    res: dict[str, Scores] = out["results"]
+
+    def table(headers: list[str], rows: list[list[str]]) -> str:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(":--" if i == 0 else "--:"
+                                                                 for i in range(len(headers))) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+
+    rows = []
+    for name, sc in res.items():
+        lat = sorted(sc.latency_ns)
+        p50 = lat[len(lat) // 2] / 1e6 if lat else 0.0
+        rows.append([name, *[f"{sc.mean(sc.recall, k):.3f}" for k in ks], *[f"{sc.mean(sc.hit, k):.3f}" for k in ks],
+                     f"{p50:.2f}"])
+    parts = [table(["configuration", *[f"recall@{k}" for k in ks], *[f"hit@{k}" for k in ks], "p50 ms"], rows)]
+    for k in (5, 10):
+        if k not in ks:
+            continue
+        rows = []
+        for name, sc in res.items():
+            rows.append([name, *[f"{sc.mean(sc.by_cat, (cat, k)):.3f}" for cat in CATEGORIES]])
+        n = {cat: len(next(iter(res.values())).by_cat[(cat, k)]) for cat in CATEGORIES}
+        parts.append(f"recall@{k} per category\n\n" + table(
+            ["configuration", *[f"{CATEGORIES[c]} ({c}, n={n[c]})" for c in CATEGORIES]], rows))
+    return "\n\n".join(parts)

@@ -1,0 +1,28 @@
+"""Ranking parameters of the hybrid search (the shipped defaults; docs/retrieval.md says where each comes from)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memwarden.records import Kind
+
+MODES = ("bm25", "lexical", "hybrid")
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Parameters of the ranking (defaults are the shipped configuration; see docs/retrieval.md)."""
+
+    mode: str = "hybrid"  # bm25: FTS5's own order only | lexical: + per-scope BM25, expansion | hybrid: + vectors
+    pool: int = 100  # lexical candidates read from FTS5
+    dense_pool: int = 50  # vector candidates (best cosines of the scope)
+    k1: float = 1.2  # BM25 (Robertson's defaults, also FTS5's)
+    b: float = 0.75
+    dense_weight: float | None = None  # None: 0.3 for the hash embedder, 0.5 for a model
+    dense_floor: float | None = None  # cosine that counts as no match: None = 0.25 (hash), 0.75 (a model)
+    expand: int = 2  # neighbouring episodes of the same session on each side
+    expand_decay: float = 0.5  # a neighbour at distance d adds decay**d of a candidate's score
+    expand_top: int = 20  # candidates whose neighbours are looked up
+    kind_weights: dict[str, float] = field(default_factory=lambda: {k.value: 1.0 for k in Kind})
+    recency_boost: float = 0.05  # up to +5 % for a record updated just now ...
+    recency_half_life_days: float = 30.0  # ... halving every 30 days
