@@ -2,9 +2,8 @@
 with the same embedder wired into both, for scopes of 1k, 10k and 100k records in a database holding ``--total``
 records overall (the rest in other scopes), in one process.
 
-Build (stated honestly): memwarden's database is filled through a benchmark-only *grouped* path that runs, per
-record, exactly what ``MemoryService.write`` runs — gate, taint, sign, store (row, FTS terms, vector), audit —
-but commits every ``--batch`` records in one transaction (``service._transact`` around ``service._store``), so a
+Build: memwarden's database is filled with ``MemoryService.write_many`` — per record exactly what ``write`` runs
+(gate, taint, sign, store: row, FTS terms, vector; audit), ``--batch`` records per durable transaction — so a
 million records build in minutes instead of a million fsyncs. LangGraph gets the same texts through
 ``SqliteStore.batch`` of ``PutOp`` (it embeds them with the same ``HashEmbedder``).
 
@@ -29,7 +28,6 @@ from typing import Any
 import memwarden
 from _report import cpu_model, table
 from bench_store import make_items
-from memwarden.gate import Candidate
 from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
 from memwarden.retrieval import HashEmbedder
 from memwarden.retrieval.tokenize import STOPWORDS
@@ -55,20 +53,7 @@ def pct(xs: list[float], p: float) -> float:
 def build_memwarden(svc: memwarden.MemoryService, scope: memwarden.Scope, texts: list[str], batch: int) -> None:
     ctx = Context(scope, session_id=f"bench-{scope.user}", source_type="user", actor="system:bench")
     for i in range(0, len(texts), batch):
-        chunk = texts[i:i + batch]
-
-        def work(tx: Any, chunk: list[str] = chunk) -> None:
-            events: list[Any] = []
-            for text in chunk:
-                cand = Candidate(text, "episode", ctx.source_type, None, 1.0)
-                verdict = svc.gate.check(cand)
-                if verdict.verdict == "reject":
-                    continue
-                svc._store(tx, ctx, cand, verdict, events, days=30, sens=1, confidence=1.0, sensitivity=None,
-                           ttl_days=None, due_at=None, metadata=None, derived_from=(), update_id=None,
-                           expected_version=None)
-
-        svc._transact(work)
+        svc.write_many(ctx, [{"content": t, "kind": "episode"} for t in texts[i:i + batch]])
 
 
 def build_langgraph(store: SqliteStore, ns: tuple[str, ...], keys: list[str], texts: list[str], batch: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,6 +53,16 @@ def _write(store: MemoryService, scope: memwarden.Scope, text: str, **kw: object
 
 def _ids(store: MemoryService, ctx: Context, query: str, ranking: Ranking, k: int = 20) -> set[str]:
     return {r.id for r in store.retrieval.search(ctx, query, k, ranking=ranking)}
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[MemoryService]:
+    """These tests exercise every ranking path, so the store stores vectors (the hash embedder); the default
+    configuration (no embedder) is covered by the tests that say so."""
+    s = memwarden.open(db_path)
+    s.retrieval.set_embedder(HashEmbedder())
+    yield s
+    s.close()
 
 
 @pytest.fixture
@@ -311,3 +321,23 @@ def test_q2_reindex_embedder_choice_is_kept_for_later_opens(db_path: Path, monke
     with memwarden.open(db_path) as store:
         assert store.retrieval.embedder.fingerprint == HashEmbedder().fingerprint
         assert store.backend.query("SELECT value FROM meta WHERE key = 'embedder'") == [("hash",)]
+
+
+def test_q1_default_configuration_stores_no_vectors_and_searches_lexically(db_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMWARDEN_EMBEDDER", raising=False)
+    with memwarden.open(db_path) as plain:
+        assert plain.retrieval.embedder.dim == 0 and plain.retrieval.embedder.fingerprint == "none"
+        seen: list[Event] = []
+        plain.events.subscribe(seen.append)
+        mid = _write(plain, SCOPE, f"The {TOKEN} deploy broke on Tuesday")
+        _write(plain, OTHER_USER, f"The {TOKEN} deploy broke on Tuesday for someone else")
+        assert plain.backend.query("SELECT count(*) FROM memory_vectors") == [(0,)]
+        for ranking in MODES:
+            assert _ids(plain, _ctx(SCOPE), f"{TOKEN} deploy", ranking) == {mid}
+        assert not any(e.event == "embedder_failed" for e in seen)  # no embedder is not a failure
+        assert doctor.run(plain) == []
+        plain.retrieval.set_embedder(HashEmbedder())  # opting in later: reindex fills the vectors
+        plain.retrieval.reindex(spec="hash")
+        assert plain.backend.query("SELECT count(*) FROM memory_vectors WHERE vec IS NOT NULL") == [(2,)]
+        assert doctor.run(plain) == []

@@ -364,6 +364,8 @@ def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemorySer
 
 
 def test_s3_read_shared_filter_is_in_the_sql(store: MemoryService) -> None:
+    with store.session(memwarden.Scope(VICTIM.tenant, VICTIM.user)) as shared:  # something for the search to find
+        shared.save("The user's shared notes mention anything goes Fridays", kind="fact")
     with traced_sql(store) as statements, store.session(VICTIM, read_shared=True) as s:
         s.search("anything")
     searches = [q for q in statements if "memories_fts MATCH" in q]

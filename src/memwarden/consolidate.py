@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.errors import MemwardenError
 from memwarden.records import Kind, Record, SourceType, Status, Trust
-from memwarden.retrieval.tokenize import TAG_LEN, terms
+from memwarden.retrieval.tokenize import TAG_LEN, TERM_LEN, terms
 from memwarden.store.sqlite import SELECT_COLS, scope_clause
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from memwarden.store.sqlite import Tx
 
 DUPLICATE_JACCARD = 0.9  # stemmed-term Jaccard similarity at or above which two texts are the same memory
-MATCH_TERMS = 12  # distinct terms (a fixed choice of them) a candidate must all contain to be compared
 DEDUP_KINDS = frozenset({Kind.EPISODE, Kind.FACT, Kind.PREFERENCE})
 
 
@@ -44,9 +43,15 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def _candidates_sql(where: str) -> str:
-    # the FTS5 subquery drives (a join lets the planner walk the scope and probe the FTS index per row)
+    # one FTS5 term: the new text's near-duplicate key (tokenize.TermHasher.dup_token); the subquery drives
     return (f"SELECT {SELECT_COLS}, f.content FROM (SELECT rowid, content FROM memories_fts WHERE memories_fts"
-            f" MATCH ? LIMIT 64) f JOIN memories m ON m.rowid = f.rowid WHERE {where} AND m.kind = ? LIMIT 8")
+            f" MATCH ? LIMIT 64) f JOIN memories m NOT INDEXED ON m.rowid = f.rowid WHERE {where} AND m.kind = ?"
+            " LIMIT 8")
+
+
+def _terms_of(index_text: str) -> list[str]:
+    """The hashed terms of an FTS row, in order (its near-duplicate key left out)."""
+    return [tok[TAG_LEN:] for tok in index_text.split() if len(tok) == TAG_LEN + TERM_LEN]
 
 
 def shingles(tokens: Sequence[str]) -> set[str]:
@@ -64,18 +69,19 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
     scope = ctx.scope
     hasher = service.backend.indexer.hasher
     tag = hasher.tag(scope.tenant, scope.user, scope.agent_key)
-    toks = [t[TAG_LEN:] for t in hasher.tokens(tag, content)]
-    if not toks:
+    found = terms(content)
+    if not found:
         return None
-    mine = shingles(toks)
-    longest = sorted(set(toks))[:MATCH_TERMS]  # any fixed subset works: a near-duplicate has (almost) all terms
-    match = " AND ".join(f'"{tag}{t}"' for t in longest)
+    mine = shingles([hasher.token(t) for t in found])
+    # candidates share the text's set of terms (its near-duplicate key): Jaccard ≥ 0.9 on term pairs is then
+    # checked on each; a near-duplicate that adds or drops a word is not seen (a miss, never a wrong merge)
+    match = f'"{hasher.dup_token(tag, found)}"'
     where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
     where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
     rows = tx.execute(_candidates_sql(where), (match, *params, _now(), sensitivity, kind)).fetchall()
     best: tuple[float, Sequence[Any]] | None = None
     for row in rows:
-        other = shingles([tok[TAG_LEN:] for tok in str(row[-1]).split()])
+        other = shingles(_terms_of(str(row[-1])))
         sim = jaccard(mine, other)
         if sim >= DUPLICATE_JACCARD and (best is None or sim > best[0]):
             best = (sim, row[:-1])

@@ -25,6 +25,7 @@ class Finding:
         return f"[{self.check}] {self.subject}: {self.problem}"
 
 
+_NO_VECTOR = "memories (no vector row)"
 _ZOMBIE_QUERIES = {
     "memories_fts": "SELECT f.rowid FROM memories_fts f LEFT JOIN memories m ON m.rowid = f.rowid"
                     " WHERE m.rowid IS NULL",
@@ -35,7 +36,7 @@ _ZOMBIE_QUERIES = {
     "memory_vectors": "SELECT v.rowid FROM memory_vectors v LEFT JOIN memories m ON m.rowid = v.rowid"
                       " WHERE m.rowid IS NULL OR m.tenant != v.tenant OR m.user_id != v.user_id"
                       " OR m.agent != v.agent",
-    "memories (no vector row)": "SELECT m.id FROM memories m LEFT JOIN memory_vectors v ON v.rowid = m.rowid"
+    _NO_VECTOR: "SELECT m.id FROM memories m LEFT JOIN memory_vectors v ON v.rowid = m.rowid"
                                 " WHERE v.rowid IS NULL",
     "memory_links": "SELECT l.derived_id || ' <- ' || l.source_id FROM memory_links l"
                     " LEFT JOIN memories a ON a.id = l.derived_id LEFT JOIN memories b ON b.id = l.source_id"
@@ -56,7 +57,10 @@ def run(service: MemoryService) -> list[Finding]:
         for (msg,) in conn.execute("PRAGMA integrity_check").fetchall():
             if msg != "ok":
                 findings.append(Finding("sqlite", str(service.path), msg))
+        vectors = service.retrieval.embedder.dim > 0  # with no embedder configured, no record has a vector
         for table, sql in _ZOMBIE_QUERIES.items():
+            if table == _NO_VECTOR and not vectors:
+                continue
             for (subject,) in conn.execute(sql).fetchall():
                 findings.append(Finding("zombie", str(subject), f"row in {table} without its live record"))
         usage = conn.execute(

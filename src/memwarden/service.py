@@ -24,6 +24,7 @@ from memwarden.errors import (
     IntegrityError,
     InvalidInput,
     KeyError_,
+    MemwardenError,
     NotFound,
     UnknownSession,
     VersionConflict,
@@ -67,6 +68,7 @@ MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the 
 MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
+_BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +269,64 @@ class MemoryService:
         removes that record in the same transaction (an approved revision); ``note`` is kept in the audit log.
         ``evict_lowest`` (extracted facts, T4/D1): at capacity, evict the lowest-confidence extracted record of
         the kind instead of failing."""
+        events: list[Event] = []
+        work = self._write_work(ctx, content, events, kind=kind, confidence=confidence, sensitivity=sensitivity,
+                                ttl_days=ttl_days, due_at=due_at, metadata=metadata, derived_from=derived_from,
+                                update_id=update_id, expected_version=expected_version, approval=approval,
+                                replaces=replaces, note=note, evict_lowest=evict_lowest,
+                                derived_versions=derived_versions)
+        result = self._transact(work)
+        self._commit_events(events)
+        self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
+        return result
+
+    def write_many(self, ctx: Context, items: Iterable[Mapping[str, Any]]) -> list[WriteResult | MemwardenError]:
+        """Many saves in ONE durable transaction (bulk import, loaders): each item (``content`` plus any of
+        ``write``'s keyword arguments) runs exactly :meth:`write`'s gate → taint → sign → store → audit, in a
+        savepoint of its own, so an item that fails (bad input, capacity, …) is reported in its place and undoes
+        only itself. Returns, in order, each item's :class:`WriteResult` or the error it raised."""
+        events: list[Event] = []
+        out: list[WriteResult | MemwardenError | None] = []
+        works: list[tuple[int, Callable[[Tx], WriteResult], list[Event]]] = []
+        for item in items:
+            try:
+                if not isinstance(item, Mapping) or "content" not in item:
+                    raise InvalidInput("each item needs a 'content'")
+                kw = {k: v for k, v in item.items() if k != "content"}
+                if not set(kw) <= _BULK_ARGS:
+                    raise InvalidInput(f"unknown write argument(s): {', '.join(sorted(set(kw) - _BULK_ARGS))}")
+                mine: list[Event] = []
+                works.append((len(out), self._write_work(ctx, item["content"], mine, **kw), mine))
+                out.append(None)
+            except MemwardenError as exc:
+                out.append(exc)
+
+        def work(tx: Tx) -> None:
+            for i, w, mine in works:
+                tx.execute("SAVEPOINT item")
+                try:
+                    out[i] = w(tx)
+                except MemwardenError as exc:
+                    tx.execute("ROLLBACK TO item")
+                    out[i] = exc
+                    mine.clear()  # what it logged was rolled back with it
+                tx.execute("RELEASE item")
+
+        if works:
+            self._transact(work)
+            for _i, _w, mine in works:
+                events += mine
+        self._commit_events(events)
+        self.retrieval.flush(ctx)
+        return [r for r in out if r is not None]
+
+    def _write_work(self, ctx: Context, content: Any, events: list[Event], *, kind: Any = Kind.FACT,
+                    confidence: Any = UNSET, sensitivity: str | int | None = None, ttl_days: int | None = None,
+                    due_at: int | None = None, metadata: Any = None, derived_from: Sequence[str] = (),
+                    update_id: str | None = None, expected_version: int | None = None, approval: str | None = None,
+                    replaces: str | None = None, note: str | None = None, evict_lowest: bool = False,
+                    derived_versions: Mapping[str, int] | None = None) -> Callable[[Tx], WriteResult]:
+        """Validate one write and return its transaction work (gate → taint → sign → store → audit)."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
         self._require_session(ctx)
@@ -297,7 +357,6 @@ class MemoryService:
                      derived_versions=derived_versions)
         # An update without a confidence keeps the current one.
         candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
-        events: list[Event] = []
 
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
@@ -321,10 +380,7 @@ class MemoryService:
             return WriteResult("accepted", record.id, record.version, verdict,
                                "promoted" if approval else "saved", record)
 
-        result = self._transact(work)
-        self._commit_events(events)
-        self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
-        return result
+        return work
 
     def _near_duplicate(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, sens: int,
                         events: list[Event]) -> WriteResult | None:

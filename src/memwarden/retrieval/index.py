@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memwarden.records import Record
-from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
+from memwarden.retrieval.embedders import Embedder, NoEmbedder, safe_embed
 from memwarden.retrieval.tokenize import TOKENIZER_VERSION, TermHasher
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Indexer:
     """Keeps ``memories_fts`` and ``memory_vectors`` in step with ``memories`` (same transaction)."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
-        self.embedder: Embedder = embedder or HashEmbedder()
+        self.embedder: Embedder = embedder or NoEmbedder()
         self._hasher: TermHasher | None = None
         self._lock = threading.Lock()
         self._failures: list[str] = []  # why the embedder failed on a write (published as events later)
@@ -63,6 +63,8 @@ class Indexer:
     def add(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (rowid, self.index_text(r)))
+        if not self.embedder.dim:
+            return  # no vectors configured (the default): nothing more to derive
         tx.execute("INSERT INTO memory_vectors (rowid, tenant, user_id, agent, session_id, embedder, vec)"
                    " VALUES (?,?,?,?,?,?,?)", (rowid, p.tenant, p.user, p.agent, p.session_id,
                                                self.embedder.fingerprint, self._vector(r.content)))
@@ -70,6 +72,9 @@ class Indexer:
     def update(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("UPDATE memories_fts SET content = ? WHERE rowid = ?", (self.index_text(r), rowid))
+        if not self.embedder.dim:  # no vectors configured: an old version's vector must not outlive its text
+            tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))
+            return
         tx.execute("INSERT OR REPLACE INTO memory_vectors (rowid, tenant, user_id, agent, session_id, embedder,"
                    " vec) VALUES (?,?,?,?,?,?,?)", (rowid, p.tenant, p.user, p.agent, p.session_id,
                                                    self.embedder.fingerprint, self._vector(r.content)))
@@ -98,7 +103,8 @@ class Indexer:
         tx.execute("DROP TABLE IF EXISTS memories_fts")
         tx.execute(FTS_DDL)
         tx.execute("CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, 'row')")
-        if vectors:
+        vectors = vectors and self.embedder.dim > 0
+        if vectors or not self.embedder.dim:
             tx.execute("DELETE FROM memory_vectors")
         rows = tx.execute("SELECT rowid, tenant, user_id, agent, session_id, content FROM memories"
                           " ORDER BY rowid").fetchall()

@@ -24,10 +24,11 @@ from collections.abc import Iterable
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-TOKENIZER_VERSION = "mw-terms-2"  # bump when terms() changes: the FTS index is rebuilt on open
+TOKENIZER_VERSION = "mw-terms-3"  # bump when terms() or the indexed text changes: the FTS index is rebuilt on open
 MAX_QUERY_TERMS = 32
 TAG_LEN = 8  # base32 characters of the scope tag (40 bits)
 TERM_LEN = 13  # base32 characters of a hashed term (65 bits)
+DUP_LEN = 14  # a record's near-duplicate key (one per row; a different length, so never a term)
 
 # English function words: they match most turns and decide nothing (LoCoMo: recall@5 0.49 -> 0.55 without).
 STOPWORDS = frozenset("""
@@ -136,8 +137,16 @@ class TermHasher:
         return [tag + tok(t) for t in terms(text)]
 
     def index_text(self, tag: str, text: str) -> str:
-        """What the FTS5 row stores for a record."""
-        return " ".join(self.tokens(tag, text))
+        """What the FTS5 row stores for a record: its tokens, then its near-duplicate key."""
+        found = terms(text)
+        tok = self.token
+        return " ".join([*(tag + tok(t) for t in found), self.dup_token(tag, found)])
+
+    def dup_token(self, tag: str, found: list[str]) -> str:
+        """The near-duplicate key of a text with these terms: its set of distinct terms, hashed. Texts that
+        differ only in case, punctuation, stop words, inflection or word order share it (consolidate.py then
+        compares their term pairs); one changed content word gives another key."""
+        return tag + self._h("d\x00" + " ".join(sorted(set(found))), DUP_LEN)
 
     def query_tokens(self, tag: str, text: str) -> list[str]:
         return [tag + self.token(t) for t in query_terms(text)]
