@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memwarden.errors import MemwardenError
-from memwarden.records import Kind, Record, SourceType, Status, Trust
+from memwarden.records import Kind, Record, SourceType, Status, Trust, now_ms
 from memwarden.retrieval.tokenize import TAG_LEN, TERM_LEN, terms
 from memwarden.store.sqlite import SELECT_COLS, scope_clause
 
@@ -69,16 +69,18 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
     scope = ctx.scope
     hasher = service.backend.indexer.hasher
     tag = hasher.tag(scope.tenant, scope.user, scope.agent_key)
-    found = terms(content)
+    found = hasher.terms_of(content)
     if not found:
         return None
-    mine = shingles([hasher.token(t) for t in found])
     # candidates share the text's set of terms (its near-duplicate key): Jaccard ≥ 0.9 on term pairs is then
     # checked on each; a near-duplicate that adds or drops a word is not seen (a miss, never a wrong merge)
     match = f'"{hasher.dup_token(tag, found)}"'
     where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
     where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
-    rows = tx.execute(_candidates_sql(where), (match, *params, _now(), sensitivity, kind)).fetchall()
+    rows = tx.execute(_candidates_sql(where), (match, *params, now_ms(), sensitivity, kind)).fetchall()
+    if not rows:
+        return None  # the common case: nothing shares the key
+    mine = shingles([hasher.token(t) for t in found])
     best: tuple[float, Sequence[Any]] | None = None
     for row in rows:
         other = shingles(_terms_of(str(row[-1])))
@@ -91,12 +93,6 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
     if not served or served[0].provenance.trust != ctx.trust or served[0].status != Status.ACTIVE:
         return None
     return served[0]
-
-
-def _now() -> int:
-    from memwarden.records import now_ms
-
-    return now_ms()
 
 
 @dataclass(frozen=True, slots=True)

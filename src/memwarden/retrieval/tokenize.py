@@ -114,6 +114,9 @@ class TermHasher:
     def __init__(self, key: bytes) -> None:
         self._key = hashlib.blake2b(key, digest_size=32, person=b"mw-fts-terms").digest()
         self._memo: dict[str, str] = {}
+        self._tags: dict[tuple[str, str, str], str] = {}
+        self._last: tuple[str, list[str]] = ("", [])  # the last text's terms: a save asks twice (dedup, index)
+        self._dups: dict[tuple[str, str], str] = {}
 
     def _h(self, data: str, size: int) -> str:
         digest = hashlib.blake2b(data.encode("utf-8", "surrogatepass"), key=self._key, digest_size=10).digest()
@@ -128,17 +131,32 @@ class TermHasher:
         return t
 
     def tag(self, tenant: str, user: str, agent: str) -> str:
-        """The index prefix of one scope."""
-        return self._h(f"s\x00{tenant}\x00{user}\x00{agent}", TAG_LEN)
+        """The index prefix of one scope (memoised)."""
+        key = (tenant, user, agent)
+        t = self._tags.get(key)
+        if t is None:
+            if len(self._tags) >= _MAX_MEMO:
+                self._tags.clear()
+            t = self._tags[key] = self._h(f"s\x00{tenant}\x00{user}\x00{agent}", TAG_LEN)
+        return t
+
+    def terms_of(self, text: str) -> list[str]:
+        """``terms(text)``, remembering the last text (the same save needs them twice)."""
+        last = self._last
+        if last[0] == text and last[0]:
+            return last[1]
+        found = terms(text)
+        self._last = (text, found)
+        return found
 
     def tokens(self, tag: str, text: str) -> list[str]:
         """The index tokens of ``text`` in order: tag + hashed term."""
         tok = self.token
-        return [tag + tok(t) for t in terms(text)]
+        return [tag + tok(t) for t in self.terms_of(text)]
 
     def index_text(self, tag: str, text: str) -> str:
         """What the FTS5 row stores for a record: its tokens, then its near-duplicate key."""
-        found = terms(text)
+        found = self.terms_of(text)
         tok = self.token
         return " ".join([*(tag + tok(t) for t in found), self.dup_token(tag, found)])
 
@@ -146,7 +164,14 @@ class TermHasher:
         """The near-duplicate key of a text with these terms: its set of distinct terms, hashed. Texts that
         differ only in case, punctuation, stop words, inflection or word order share it (consolidate.py then
         compares their term pairs); one changed content word gives another key."""
-        return tag + self._h("d\x00" + " ".join(sorted(set(found))), DUP_LEN)
+        key = " ".join(sorted(set(found)))
+        memo = self._dups
+        got = memo.get((tag, key))
+        if got is None:
+            if len(memo) >= 64:  # only the last few texts: a save asks for its key twice (dedup, index)
+                memo.clear()
+            got = memo[(tag, key)] = tag + self._h("d\x00" + key, DUP_LEN)
+        return got
 
     def query_tokens(self, tag: str, text: str) -> list[str]:
         return [tag + self.token(t) for t in query_terms(text)]
