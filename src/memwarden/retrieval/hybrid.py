@@ -168,7 +168,12 @@ class HybridSearch:
                 break
             used.append(k)
             postings += df_keyed[k]
-        match = " OR ".join(f'"{k}"' for k in used)  # terms are [a-z0-9…]: no injection
+        # Terms are [a-z0-9…]: quoting them is enough (no operator injection). When the budget left terms out,
+        # the match is "holds a candidate term", ranked on every term: a document with all of the query's common
+        # words still comes first.
+        match = " OR ".join(f'"{k}"' for k in used)
+        if len(used) < len(present):
+            match = f"({match}) AND ({' OR '.join(chr(34) + k + chr(34) for k in present)})"
         # FTS5 preselects the best ``pool`` of those by its bm25 (cheap to compute; reading every match's text
         # is not); the outer WHERE is the visibility filter (S3). Every lookup of ``memories`` by rowid here
         # says NOT INDEXED: otherwise the planner may walk the scope's index (the whole scope) instead.
