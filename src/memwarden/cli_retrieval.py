@@ -64,7 +64,8 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
     def bench_locomo(
         k: Annotated[str, typer.Option("--k", help="Comma-separated cut-offs.")] = "1,5,10,20",
         embedder: Annotated[list[str] | None, typer.Option(
-            "--embedder", help="Embedder(s) to run besides the baselines: hash, e5, openai:…")] = None,
+            "--embedder", help="Also rank with vectors from this embedder (repeatable): hash, e5, "
+            "openai:<base_url>#<model>#<dim>. The default configuration (no vectors) is always measured.")] = None,
         data: Annotated[Path | None, typer.Option(help="LoCoMo file (default ../shared/data/locomo10.json.gz)")
                         ] = None,
         out: Annotated[Path | None, typer.Option(help="Also write the markdown tables here.")] = None,
@@ -78,7 +79,12 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
         path = data or locomo.DEFAULT_PATH
         if not Path(path).is_file():
             raise cli.CliError(f"no LoCoMo file at {path}; pass --data PATH")
-        result = locomo.run(path, ks, embedder or ["hash"])
+        for spec in embedder or []:  # a bad spec fails before minutes of building stores, not after
+            try:
+                from_spec(spec)
+            except (ValueError, ImportError) as exc:
+                raise cli.CliError(str(exc), cli.EXIT_USAGE) from None
+        result = locomo.run(path, ks, embedder or [])
         text = locomo.report(result)
         typer.echo(f"LoCoMo: {result['info']}\n\n{text}")
         if out:

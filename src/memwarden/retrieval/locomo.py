@@ -182,9 +182,13 @@ def evaluate(convs: Sequence[Conversation], search: Searcher, ks: Sequence[int])
     return sc
 
 
-def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), embedders: Sequence[str] = ("hash",),
+DEFAULT_LABEL = "memwarden default (no vectors: per-scope BM25 + context expansion)"
+
+
+def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), embedders: Sequence[str] = (),
         db_dir: str | None = None) -> dict[str, Any]:
-    """Every configuration in one run: plain BM25 baseline, memwarden modes, each embedder asked for."""
+    """Every configuration in one run: the plain BM25 baseline, memwarden's shipped default (no embedder, no
+    model) and its lexical variants, then hybrid ranking for each embedder asked for (``hash``, ``e5``, …)."""
     from memwarden.retrieval.embedders import from_spec
 
     convs = load(path)
@@ -193,23 +197,24 @@ def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), emb
                                                                                          ks)
     info: dict[str, Any] = {"conversations": len(convs), "turns": sum(len(c.turns) for c in convs),
                             "questions": sum(len(c.questions) for c in convs)}
+    base = Ranking()
+    specs = ["none", *dict.fromkeys(s for s in embedders if s != "none")]
     with tempfile.TemporaryDirectory(dir=db_dir) as tmp:
-        for spec in embedders:
+        for spec in specs:
             emb = from_spec(spec)
             t0 = time.perf_counter()
-            svc, where, stats = build_store(convs, Path(tmp) / f"locomo-{spec}.db", emb)
+            svc, where, stats = build_store(convs, Path(tmp) / f"locomo-{spec.split(':')[0]}.db", emb)
             info[f"build {spec}"] = {**stats, "seconds": round(time.perf_counter() - t0, 1)}
-            try:
-                base = Ranking()
+            if spec == "none":
                 configs = [("memwarden BM25 only (new terms, FTS5 order)", replace(base, mode="bm25")),
-                           ("memwarden lexical (per-scope BM25 + context expansion)", replace(base, mode="lexical")),
-                           ("memwarden hybrid, no context expansion", replace(base, expand=0)),
-                           ("memwarden default (hybrid + context expansion)", base)]
-                if spec != "hash":
-                    configs = configs[2:]
+                           ("memwarden per-scope BM25, no context expansion", replace(base, expand=0)),
+                           (DEFAULT_LABEL, base)]
+            else:
+                configs = [(f"memwarden hybrid, no context expansion, embedder {spec}", replace(base, expand=0)),
+                           (f"memwarden hybrid + context expansion, embedder {spec}", base)]
+            try:
                 for name, rk in configs:
-                    label = name if spec == "hash" else f"{name}, embedder {spec}"
-                    results[label] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
+                    results[name] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
             finally:
                 svc.close()
     return {"info": info, "results": results, "ks": list(ks)}
