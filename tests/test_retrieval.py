@@ -19,6 +19,7 @@ from memwarden.retrieval import HashEmbedder, Ranking
 from memwarden.retrieval.embedders import EmbedderError
 from memwarden.retrieval.tokenize import terms
 from memwarden.service import Context, MemoryService
+from memwarden.store.schema import SCHEMA_VERSION
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")
 OTHER_AGENT = memwarden.Scope("acme", "u-1", "sales")
@@ -160,6 +161,21 @@ def test_q3_near_duplicate_threshold(store: MemoryService) -> None:
     assert doctor.run(store) == []
 
 
+def test_q3_near_duplicate_key_follows_updates_and_deletes(store: MemoryService) -> None:
+    a = _write(store, SCOPE, "The staging cluster runs in Frankfurt")
+    res = store.write(_ctx(SCOPE), "The staging cluster moved to Dublin", kind="episode", update_id=a,
+                      expected_version=1)
+    assert (res.id, res.version) == (a, 2)
+    assert _write(store, SCOPE, "the staging cluster moved to Dublin.") == a  # the key of the new text
+    b = _write(store, SCOPE, "The staging cluster runs in Frankfurt")  # the old text's key went with it
+    assert b != a
+    store.remove(_ctx(SCOPE), b)
+    assert store.backend.query("SELECT count(*) FROM memory_dupkeys d LEFT JOIN memories m ON m.rowid = d.rowid"
+                               " WHERE m.rowid IS NULL") == [(0,)]
+    assert _write(store, SCOPE, "The staging cluster runs in Frankfurt!") not in (a, b)
+    assert doctor.run(store) == []
+
+
 def test_q3_untrusted_never_overwrites_or_evicts_trusted(store: MemoryService) -> None:
     text = "The user's deploy key rotation happens every Friday"
     trusted = _write(store, SCOPE, text)
@@ -286,14 +302,18 @@ def test_schema1_database_is_migrated_on_open(db_path: Path) -> None:
     conn.execute("DROP TABLE memories_fts")
     conn.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize = 'porter unicode61')")
     conn.execute("INSERT INTO memories_fts (rowid, content) SELECT rowid, content FROM memories")
+    conn.execute("DROP TABLE memory_dupkeys")  # schemas 1 and 2 had no near-duplicate key table
     conn.execute("DELETE FROM meta WHERE key IN ('fts_tokenizer', 'schema_version')")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     conn.commit()
     conn.close()
     with memwarden.open(db_path) as store:
         assert [r.id for r in store.search(_ctx(SCOPE), "kestrelwing migrations")] == [mid]
-        assert store.backend.query("SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+        assert store.backend.query("SELECT value FROM meta WHERE key = 'schema_version'") == [
+            (str(SCHEMA_VERSION),)]
         assert doctor.run(store) == []
+        again = store.write(_ctx(SCOPE), "the Kestrelwing migration finished!", kind="episode")
+        assert (again.id, again.message.startswith("near-duplicate")) == (mid, True)  # keys rebuilt on open
 
 
 def test_cli_reindex_and_consolidate(db_path: Path) -> None:

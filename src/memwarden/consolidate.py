@@ -43,10 +43,11 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def _candidates_sql(where: str) -> str:
-    # one FTS5 term: the new text's near-duplicate key (tokenize.TermHasher.dup_token); the subquery drives
-    return (f"SELECT {SELECT_COLS}, f.content FROM (SELECT rowid, content FROM memories_fts WHERE memories_fts"
-            f" MATCH ? LIMIT 64) f JOIN memories m NOT INDEXED ON m.rowid = f.rowid WHERE {where} AND m.kind = ?"
-            " LIMIT 8")
+    # records with the new text's near-duplicate key (tokenize.TermHasher.dup_key): one index probe drives,
+    # then each candidate's row and its FTS terms by rowid
+    return (f"SELECT {SELECT_COLS}, f.content FROM memory_dupkeys d CROSS JOIN memories m NOT INDEXED"
+            f" ON m.rowid = d.rowid CROSS JOIN memories_fts f ON f.rowid = d.rowid"
+            f" WHERE d.dup = ? AND {where} AND m.kind = ? LIMIT 8")
 
 
 def _terms_of(index_text: str) -> list[str]:
@@ -74,12 +75,14 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
         return None
     # candidates share the text's set of terms (its near-duplicate key): Jaccard ≥ 0.9 on term pairs is then
     # checked on each; a near-duplicate that adds or drops a word is not seen (a miss, never a wrong merge)
-    match = f'"{hasher.dup_token(tag, found)}"'
+    match = hasher.dup_key(tag, content)
+    if tx.execute("SELECT 1 FROM memory_dupkeys WHERE dup = ? LIMIT 1", (match,)).fetchone() is None:
+        return None  # the common case, in one index probe: no record anywhere has this key
     where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
     where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
     rows = tx.execute(_candidates_sql(where), (match, *params, now_ms(), sensitivity, kind)).fetchall()
     if not rows:
-        return None  # the common case: nothing shares the key
+        return None  # the key's records are of another kind, sensitivity or status
     mine = shingles([hasher.token(t) for t in found])
     best: tuple[float, Sequence[Any]] | None = None
     for row in rows:

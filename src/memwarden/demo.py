@@ -36,7 +36,7 @@ from memwarden.session import Session
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 PREFERENCE_LIMIT = 3
-INDEX_TABLES = ("memories", "memories_fts", "memory_history", "memory_links")
+INDEX_TABLES = ("memories", "memories_fts", "memory_dupkeys", "memory_history", "memory_links")
 
 
 @dataclass
@@ -62,6 +62,7 @@ class _Demo:
         per_table = {
             "memories": ("SELECT count(*) FROM memories WHERE id = ?", (memory_id,)),
             "memories_fts": ("SELECT count(*) FROM memories_fts WHERE rowid = ?", (rowid,)),
+            "memory_dupkeys": ("SELECT count(*) FROM memory_dupkeys WHERE rowid = ?", (rowid,)),
             "memory_history": ("SELECT count(*) FROM memory_history WHERE id = ?", (memory_id,)),
             "memory_links": (
                 "SELECT count(*) FROM memory_links WHERE derived_id = ? OR source_id = ?",

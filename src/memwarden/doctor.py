@@ -31,6 +31,10 @@ _ZOMBIE_QUERIES = {
                     " WHERE m.rowid IS NULL",
     "memories (unindexed)": "SELECT m.id FROM memories m LEFT JOIN memories_fts f ON f.rowid = m.rowid"
                             " WHERE f.rowid IS NULL",
+    "memory_dupkeys": "SELECT d.rowid FROM memory_dupkeys d LEFT JOIN memories m ON m.rowid = d.rowid"
+                      " WHERE m.rowid IS NULL",
+    "memories (no near-duplicate key)": "SELECT m.id FROM memories m LEFT JOIN memory_dupkeys d"
+                                        " ON d.rowid = m.rowid WHERE d.rowid IS NULL",
     "memory_history": "SELECT DISTINCT h.id FROM memory_history h LEFT JOIN memories m ON m.id = h.id"
                       " WHERE m.id IS NULL",
     "memory_vectors": "SELECT v.rowid FROM memory_vectors v LEFT JOIN memories m ON m.rowid = v.rowid"

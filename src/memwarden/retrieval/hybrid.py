@@ -22,7 +22,7 @@ from memwarden.records import Kind, now_ms
 from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
 from memwarden.retrieval.index import vectors_matrix
 from memwarden.retrieval.ranking import Ranking
-from memwarden.retrieval.tokenize import DUP_LEN, TAG_LEN, TERM_LEN, query_terms
+from memwarden.retrieval.tokenize import TAG_LEN, TERM_LEN, query_terms
 from memwarden.store.sqlite import SELECT_COLS
 
 if TYPE_CHECKING:
@@ -197,13 +197,12 @@ class HybridSearch:
             df[k[TAG_LEN:]] += d
         n_docs = max(n_docs, max(df.values(), default=0), 1)
         idf = {t: max(math.log((n_docs - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in qterms if df[t]}
-        # An FTS row is its term tokens (TAG_LEN + TERM_LEN characters each) then its near-duplicate key
-        # (TAG_LEN + DUP_LEN), joined by single spaces: its length gives the term count, and a query token's
-        # occurrences are counted in C (tokens hold no spaces, so a match is a whole token).
+        # An FTS row is its term tokens (TAG_LEN + TERM_LEN characters each) joined by single spaces: its length
+        # gives the term count, and a query token's occurrences are counted in C (tokens hold no spaces, so a
+        # match is a whole token).
         per_term = TAG_LEN + TERM_LEN + 1
-        tail = TAG_LEN + DUP_LEN
         weights = [(tag + t, w) for t, w in idf.items() for tag in tags]
-        lengths = [max(0, (len(str(row[5])) - tail) // per_term) for row in rows]
+        lengths = [(len(str(row[5])) + 1) // per_term for row in rows]
         avgdl = sum(lengths) / len(lengths) or 1.0
         k1, b = rk.k1, rk.b
         for row, dl in zip(rows, lengths, strict=True):

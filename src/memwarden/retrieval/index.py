@@ -1,5 +1,6 @@
-"""The derived indexes of a record — FTS5 terms and its vector — written, rewritten and deleted inside the
-record's own transaction (called from :class:`memwarden.store.sqlite.SqliteBackend` insert/replace/delete).
+"""The derived indexes of a record — FTS5 terms, its near-duplicate key and its vector — written, rewritten and
+deleted inside the record's own transaction (called from :class:`memwarden.store.sqlite.SqliteBackend`
+insert/replace/delete).
 
 Both are derived from the record's text and rebuilt by :meth:`Indexer.rebuild` (``memwarden reindex``, and on
 open when the tokenizer version of the database is older than this code's). A vector never decides anything
@@ -27,7 +28,8 @@ META_TOKENIZER = "fts_tokenizer"
 
 
 class Indexer:
-    """Keeps ``memories_fts`` and ``memory_vectors`` in step with ``memories`` (same transaction)."""
+    """Keeps ``memories_fts``, ``memory_dupkeys`` and ``memory_vectors`` in step with ``memories`` (same
+    transaction)."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder: Embedder = embedder or NoEmbedder()
@@ -50,6 +52,11 @@ class Indexer:
         h = self.hasher
         return h.index_text(h.tag(p.tenant, p.user, p.agent), r.content)
 
+    def dup_key(self, r: Record) -> int:
+        p = r.provenance
+        h = self.hasher
+        return h.dup_key(h.tag(p.tenant, p.user, p.agent), r.content)
+
     # --- per-record hooks (inside the write transaction) --------------------------------------------------
 
     def _vector(self, text: str) -> bytes | None:
@@ -63,6 +70,7 @@ class Indexer:
     def add(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (rowid, self.index_text(r)))
+        tx.execute("INSERT INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
         if not self.embedder.dim:
             return  # no vectors configured (the default): nothing more to derive
         tx.execute("INSERT INTO memory_vectors (rowid, tenant, user_id, agent, session_id, embedder, vec)"
@@ -72,6 +80,7 @@ class Indexer:
     def update(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("UPDATE memories_fts SET content = ? WHERE rowid = ?", (self.index_text(r), rowid))
+        tx.execute("INSERT OR REPLACE INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
         if not self.embedder.dim:  # no vectors configured: an old version's vector must not outlive its text
             tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))
             return
@@ -82,6 +91,7 @@ class Indexer:
     @staticmethod
     def remove(tx: Tx, rowid: int) -> None:
         tx.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        tx.execute("DELETE FROM memory_dupkeys WHERE rowid = ?", (rowid,))
         tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))
 
     def take_failures(self) -> list[str]:
@@ -103,6 +113,7 @@ class Indexer:
         tx.execute("DROP TABLE IF EXISTS memories_fts")
         tx.execute(FTS_DDL)
         tx.execute("CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, 'row')")
+        tx.execute("DELETE FROM memory_dupkeys")
         vectors = vectors and self.embedder.dim > 0
         if vectors or not self.embedder.dim:
             tx.execute("DELETE FROM memory_vectors")
@@ -114,6 +125,8 @@ class Indexer:
             chunk = rows[i:i + batch]
             tx.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)",
                            [(rid, h.index_text(h.tag(t, u, a), c)) for rid, t, u, a, _s, c in chunk])
+            tx.executemany("INSERT INTO memory_dupkeys (rowid, dup) VALUES (?, ?)",
+                           [(rid, h.dup_key(h.tag(t, u, a), c)) for rid, t, u, a, _s, c in chunk])
             if not vectors:
                 continue
             m, why = safe_embed(self.embedder, [c for *_x, c in chunk])

@@ -24,11 +24,10 @@ from collections.abc import Iterable
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-TOKENIZER_VERSION = "mw-terms-3"  # bump when terms() or the indexed text changes: the FTS index is rebuilt on open
+TOKENIZER_VERSION = "mw-terms-4"  # bump when terms() or the indexed text changes: the FTS index is rebuilt on open
 MAX_QUERY_TERMS = 32
 TAG_LEN = 8  # base32 characters of the scope tag (40 bits)
 TERM_LEN = 13  # base32 characters of a hashed term (65 bits)
-DUP_LEN = 14  # a record's near-duplicate key (one per row; a different length, so never a term)
 
 # English function words: they match most turns and decide nothing (LoCoMo: recall@5 0.49 -> 0.55 without).
 STOPWORDS = frozenset("""
@@ -116,7 +115,7 @@ class TermHasher:
         self._memo: dict[str, str] = {}
         self._tags: dict[tuple[str, str, str], str] = {}
         self._last: tuple[str, list[str]] = ("", [])  # the last text's terms: a save asks twice (dedup, index)
-        self._dups: dict[tuple[str, str], str] = {}
+        self._dups: dict[tuple[str, str], int] = {}
 
     def _h(self, data: str, size: int) -> str:
         digest = hashlib.blake2b(data.encode("utf-8", "surrogatepass"), key=self._key, digest_size=10).digest()
@@ -155,22 +154,24 @@ class TermHasher:
         return [tag + tok(t) for t in self.terms_of(text)]
 
     def index_text(self, tag: str, text: str) -> str:
-        """What the FTS5 row stores for a record: its tokens, then its near-duplicate key."""
-        found = self.terms_of(text)
+        """What the FTS5 row stores for a record: its tokens, in order, separated by single spaces."""
         tok = self.token
-        return " ".join([*(tag + tok(t) for t in found), self.dup_token(tag, found)])
+        return " ".join([tag + tok(t) for t in self.terms_of(text)])
 
-    def dup_token(self, tag: str, found: list[str]) -> str:
-        """The near-duplicate key of a text with these terms: its set of distinct terms, hashed. Texts that
-        differ only in case, punctuation, stop words, inflection or word order share it (consolidate.py then
-        compares their term pairs); one changed content word gives another key."""
-        key = " ".join(sorted(set(found)))
+    def dup_key(self, tag: str, text: str) -> int:
+        """The near-duplicate key of a text in a scope (a signed 64-bit integer, ``memory_dupkeys.dup``): its
+        set of distinct terms, keyed-hashed with the scope's tag. Texts that differ only in case, punctuation,
+        stop words, inflection or word order share it (consolidate.py then compares their term pairs); one
+        changed content word gives another key."""
+        key = " ".join(sorted(set(self.terms_of(text))))
         memo = self._dups
         got = memo.get((tag, key))
         if got is None:
             if len(memo) >= 64:  # only the last few texts: a save asks for its key twice (dedup, index)
                 memo.clear()
-            got = memo[(tag, key)] = tag + self._h("d\x00" + key, DUP_LEN)
+            digest = hashlib.blake2b(f"d\x00{tag}\x00{key}".encode("utf-8", "surrogatepass"), key=self._key,
+                                     digest_size=8).digest()
+            got = memo[(tag, key)] = int.from_bytes(digest, "big", signed=True)
         return got
 
     def query_tokens(self, tag: str, text: str) -> list[str]:

@@ -3,7 +3,7 @@ deletion (D3) and ``doctor`` can prove nothing is left behind."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors
+SCHEMA_VERSION = 3  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -59,6 +59,11 @@ CREATE TABLE IF NOT EXISTS memory_history (
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     content, tokenize = 'unicode61 remove_diacritics 0'
 );
+-- A record's near-duplicate key (retrieval/tokenize.py ``TermHasher.dup_key``: its scope and set of distinct terms,
+-- keyed-hashed to 64 bits): rowid = memories.rowid. The write-time near-duplicate lookup (Q3) is one index probe
+-- here (an FTS5 term lookup probes every index segment: ~5x the cost). Same transaction; deleted with the record.
+CREATE TABLE IF NOT EXISTS memory_dupkeys (rowid INTEGER PRIMARY KEY, dup INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_dupkeys_dup ON memory_dupkeys (dup);
 -- Per-term document counts (per scope, since terms carry the scope tag): BM25's IDF within the scope.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row');
 
@@ -165,4 +170,5 @@ MEMORY_TABLES: dict[str, str] = {
     "memory_history": "id",
     "memory_links": "derived_id",
     "memory_vectors": "rowid",  # keyed by memories.rowid, like memories_fts
+    "memory_dupkeys": "rowid",
 }
