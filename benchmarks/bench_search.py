@@ -2,9 +2,9 @@
 with the same embedder wired into both, for scopes of 1k, 10k and 100k records in a database holding ``--total``
 records overall (the rest in other scopes), in one process.
 
-memwarden is measured twice on the same database (built with the hash embedder, so its vectors exist): its
-default search (lexical: no vectors are used or needed by default, see docs/retrieval.md) and the opt-in hybrid
-ranking over the same hash-embedder vectors that LangGraph searches.
+memwarden is measured twice on the same database: its **default** search, through a second service opened on the
+file as a user would (no embedder configured: lexical ranking, no vectors read), and the **opt-in hybrid** ranking
+with the hash-embedder vectors the build wrote (the ones LangGraph searches too).
 
 Build: memwarden's database is filled with ``MemoryService.write_many`` — per record exactly what ``write`` runs
 (gate, taint, sign, store: row, FTS terms, vector; audit), ``--batch`` records per durable transaction — so a
@@ -16,11 +16,13 @@ words; recall@5 = the drawn record is among the 5 results. The three searches ta
 order.
 
     .venv/bin/python benchmarks/bench_search.py [--total 1000000] [--queries 200] [--dir DIR] [--out FILE]
+                                               [--reuse DIR]   # measure an earlier run's databases again
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import statistics
@@ -79,6 +81,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=2_000)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--reuse", default=None, metavar="DIR",
+                    help="measure the databases an earlier run built in DIR (same --total) instead of building")
     ap.add_argument("--seed", type=int, default=5)
     args = ap.parse_args()
     from datetime import UTC, datetime
@@ -87,9 +91,18 @@ def main() -> int:
     emb = HashEmbedder()
     limits = dict(DEFAULT_LIMITS)
     limits["episode"] = KindLimits(10_000_000, 1 << 40)
-    tmp = tempfile.mkdtemp(prefix="memwarden-search-", dir=args.dir)
+    if args.reuse:
+        tmp = args.reuse
+        if not (Path(tmp) / "mw.db").is_file() or not (Path(tmp) / "lg.db").is_file():
+            sys.exit(f"--reuse {tmp}: no mw.db and lg.db there (an earlier run prints the directory it built)")
+    else:
+        tmp = tempfile.mkdtemp(prefix="memwarden-search-", dir=args.dir)
     svc = memwarden.open(Path(tmp) / "mw.db", policy=Policy(limits=limits), durability="normal")
-    svc.retrieval.set_embedder(emb)
+    svc.retrieval.set_embedder(emb)  # for the opt-in hybrid side (and the build): not stored as the default
+    # memwarden's default: the same database opened as a user would, with no embedder configured
+    svc_default = memwarden.open(Path(tmp) / "mw.db", policy=Policy(limits=limits), durability="normal")
+    if svc_default.retrieval.embedder.dim:
+        sys.exit("benchmark invalid: $MEMWARDEN_EMBEDDER or the database chose an embedder; unset it")
 
     def embed(texts: list[str]) -> list[list[float]]:
         return emb.embed(texts).tolist()
@@ -108,7 +121,19 @@ def main() -> int:
     plan += [(f"other-{i}", min(per_filler, filler - i * per_filler)) for i in range(math.ceil(filler / per_filler))]
     data: dict[str, tuple[list[str], list[str]]] = {}
     t0 = time.perf_counter()
-    for n, (name, count) in enumerate(plan):
+    if args.reuse:
+        held = svc.backend.query("SELECT count(*) FROM memories")[0][0]
+        lg_held = lg_conn.execute("SELECT count(*) FROM store").fetchone()[0]
+        if held != args.total or lg_held != args.total:
+            sys.exit(f"--reuse {tmp}: it holds {held:,} (memwarden) / {lg_held:,} (LangGraph) records, not --total "
+                     f"{args.total:,}")
+        for name, _count in plan[:len(sizes)]:  # the measured scopes' texts and LangGraph keys, as stored
+            key_of = {json.loads(v)["text"]: k for k, v in lg_conn.execute(
+                "SELECT key, value FROM store WHERE prefix = ?", (f"bench.{name}.agent",))}
+            texts = [str(r[0]) for r in svc.backend.query(
+                "SELECT content FROM memories WHERE tenant = 'bench' AND user_id = ? ORDER BY rowid", (name,))]
+            data[name] = (texts, [key_of.get(t, "") for t in texts])
+    for n, (name, count) in enumerate([] if args.reuse else plan):
         items = make_items(count, args.seed + n, [("episode", 1.0)], now)
         texts, keys = [it.content for it in items], [it.key for it in items]
         if name.startswith("scope-"):
@@ -136,7 +161,7 @@ def main() -> int:
                     sides[side].append((time.perf_counter_ns() - t) / 1e6)
                     hits[side] += any(it.key == keys[i] for it in got)
                     continue
-                found = (svc.search(ctx, q, k=5) if side == "mw"
+                found = (svc_default.search(ctx, q, k=5) if side == "mw"
                          else svc.retrieval.search(ctx, q, 5, ranking=HYBRID))
                 sides[side].append((time.perf_counter_ns() - t) / 1e6)
                 hits[side] += any(r.content == texts[i] for r in found)
@@ -152,7 +177,8 @@ def main() -> int:
             rows.append(["", f"ratio LangGraph / memwarden {label} (p50, p95)",
                          f"{statistics.median(sides['lg']) / statistics.median(sides[side]):.1f}x",
                          f"{pct(sides['lg'], 95) / pct(sides[side], 95):.1f}x", ""])
-    out = [f"bench_search: {args.total:,} records in each database, build {build_s:.0f} s, {cpu_model()}",
+    built = f"reused {tmp}" if args.reuse else f"built in {tmp} in {build_s:.0f} s"
+    out = [f"bench_search: {args.total:,} records in each database ({built}), {cpu_model()}",
            "", table(["scope size", "store", "p50 ms", "p95 ms", "recall@5"], rows)]
     if "scope-10000" in results:
         mw, lgm, _mwh = results["scope-10000"]
@@ -167,6 +193,7 @@ def main() -> int:
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
     svc.close()
+    svc_default.close()
     lg_conn.close()
     return 0
 

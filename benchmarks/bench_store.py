@@ -750,6 +750,7 @@ class _SkipConn:
 
 
 _FTS = ("INSERT INTO memories_fts",)
+_INDEXES = (*_FTS, "INSERT INTO memory_dupkeys", "SELECT 1 FROM memory_dupkeys")  # what issue 5 adds to a save
 _AUDIT = ("SELECT seq, hash FROM audit", "INSERT INTO audit", "INSERT OR IGNORE INTO audit_reads",
           "INSERT OR REPLACE INTO meta VALUES ('audit_head'")
 
@@ -760,6 +761,7 @@ def marginal_costs(n: int, seed: int, tmp: Path) -> str:
     variants: dict[str, tuple[tuple[str, ...], str]] = {
         "memwarden as shipped (synchronous=FULL)": ((), "FULL"),
         "memwarden without the FTS insert": (_FTS, "FULL"),
+        "memwarden without its retrieval indexes (FTS terms, near-duplicate key + lookup)": (_INDEXES, "FULL"),
         "memwarden without the audit row": (_AUDIT, "FULL"),
         "memwarden without FTS and audit": (_FTS + _AUDIT, "FULL"),
         "memwarden, synchronous=NORMAL (survives kill -9, not power loss)": ((), "NORMAL"),

@@ -332,6 +332,26 @@ def test_cli_reindex_and_consolidate(db_path: Path) -> None:
     assert runner.invoke(app, ["--db", str(db_path), "doctor"]).exit_code == 0
 
 
+def test_q2_tokenizer_upgrade_on_open_keeps_the_vectors(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMWARDEN_EMBEDDER", "hash")
+    with memwarden.open(db_path) as store:
+        mid = _write(store, SCOPE, "The osprey rollout is paused")
+        before = store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors")
+    assert len(before) == 1 and before[0][2] is not None
+    marker = np.eye(1, HashEmbedder().dim, 3, dtype=np.float32)[0].tobytes()  # a unit vector the embedder would
+    conn = sqlite3.connect(db_path)  # not produce; and an index written by an older tokenizer
+    conn.execute("UPDATE memory_vectors SET vec = ?", (marker,))
+    conn.execute("UPDATE meta SET value = 'mw-terms-0' WHERE key = 'fts_tokenizer'")
+    conn.execute("DELETE FROM memories_fts")
+    conn.commit()
+    conn.close()
+    with memwarden.open(db_path) as store:
+        assert store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors") == [
+            (before[0][0], before[0][1], marker)]  # not recomputed
+        assert [r.id for r in store.search(_ctx(SCOPE), "osprey rollout")] == [mid]  # terms rebuilt
+        assert doctor.run(store) == []
+
+
 def test_q2_reindex_embedder_choice_is_kept_for_later_opens(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMWARDEN_EMBEDDER", raising=False)
     with memwarden.open(db_path) as store:

@@ -61,7 +61,13 @@ class Retrieval:
                     indexer.embedder = from_spec(str(row[0][0]))
                 except ValueError:
                     log.warning("memwarden: unknown embedder %r in the database; using the default", row[0][0])
-        rebuilt = self.service._transact(lambda tx: indexer.rebuild(tx) if indexer.needs_rebuild(tx) else None)
+        def migrate(tx: Tx) -> dict[str, int] | None:
+            if not indexer.needs_rebuild(tx):
+                return None
+            # a new tokenizer changes the terms, not the vectors: existing vectors are kept (reindex redoes them)
+            return indexer.rebuild(tx, vectors=tx.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is None)
+
+        rebuilt = self.service._transact(migrate)
         if rebuilt and rebuilt["records"]:
             log.info("memwarden: rebuilt the search index of %d records (new tokenizer)", rebuilt["records"])
 
