@@ -815,11 +815,12 @@ def wal_frames_by_btree(conn: sqlite3.Connection, wal: Path, commits: int) -> li
 def diagnose(n: int, seed: int, tmp: Path, top: int = 25) -> str:
     """Where a durable memwarden save spends its time, next to LangGraph (WAL, synchronous=FULL):
     per-statement SQL time, WAL frames per commit by B-tree, then a cProfile of the whole save path."""
-    items = make_items(n + 300, seed + 4, [("episode", 1.0)], datetime.now(UTC))
-    warm, items = items[:300], items[300:]
+    # distinct records for each part: a record saved twice is a near-duplicate (Q3) and stores nothing new
+    every = make_items(2 * n + 600, seed + 4, [("episode", 1.0)], datetime.now(UTC))
+    warm, items, wal_items, prof_items = every[:300], every[300:300 + n], every[300 + n:600 + n], every[600 + n:]
     ns = (TENANT, "u-diag", "memories")
     out: list[str] = []
-    with memwarden.open(tmp / "diag.db", key=secrets.token_hex(32), policy=bench_policy(n + 300, 0)) as svc, \
+    with memwarden.open(tmp / "diag.db", key=secrets.token_hex(32), policy=bench_policy(2 * n + 600, 0)) as svc, \
             svc.session(memwarden.Scope(TENANT, "u-diag", AGENT)) as s, \
             open_langgraph(tmp / "diag-langgraph.db", wal=True) as lg:
         for it in warm:
@@ -861,8 +862,8 @@ def diagnose(n: int, seed: int, tmp: Path, top: int = 25) -> str:
         ):
             conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            k = min(300, len(items))
-            for it in items[:k]:
+            k = len(wal_items)
+            for it in wal_items:
                 write(it)
             frames = wal_frames_by_btree(conn, path, k)
             conn.execute("PRAGMA wal_autocheckpoint=1000")
@@ -874,7 +875,7 @@ def diagnose(n: int, seed: int, tmp: Path, top: int = 25) -> str:
         # 3. cProfile of the memwarden save path
         prof = cProfile.Profile()
         prof.enable()
-        for it in items:
+        for it in prof_items:
             s.save(it.content, kind=it.kind)
         prof.disable()
     buf = io.StringIO()
