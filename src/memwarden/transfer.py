@@ -35,6 +35,7 @@ ALL_AGENTS: EllipsisType = SERVICE_ALL_AGENTS
 
 AgentSelector = str | None | EllipsisType
 
+IMPORT_BATCH = 500  # lines per durable transaction on import (each still in a savepoint of its own)
 IMPORT_FIELDS = frozenset(
     {"content", "kind", "confidence", "sensitivity", "ttl_days", "due", "due_at", "metadata"}
 )
@@ -315,11 +316,27 @@ def import_jsonl(
         clearance=len(SENSITIVITY_LEVELS) - 1,  # an operator import may carry any sensitivity
     )
     report = ImportReport(source_label=source_label, session_id=ctx.session_id, trusted=trusted)
+    slots: list[LineOutcome | None] = []  # one per non-blank line, in order; writes are filled in per batch
+    pending: list[tuple[int, int, dict[str, Any]]] = []  # (slot, line number, write arguments)
+    pending_ctx = ctx
+
+    def flush() -> None:
+        # one durable transaction per batch; every line still runs write()'s whole path in a savepoint of its own
+        results = service.write_many(pending_ctx, [args for _slot, _number, args in pending])
+        for (slot, number, _args), result in zip(pending, results, strict=True):
+            if isinstance(result, MemwardenError):  # bad ttl/sensitivity/due, capacity, …: this line only
+                slots[slot] = LineOutcome(number, "error", " ".join(str(result).split()))
+            else:
+                slots[slot] = LineOutcome(number, result.status, result.message, result.id,
+                                          tuple(result.verdict.rules))
+        pending.clear()
+
     for number, raw in enumerate(lines, start=1):
         text = raw.strip() if isinstance(raw, (str, bytes)) else raw
         if isinstance(text, (str, bytes)) and not text:
             report.blank_lines += 1
             continue
+        slots.append(None)
         try:
             if not isinstance(raw, (str, bytes)):
                 raise _LineError(f"expected a line of text, got {type(raw).__name__}")
@@ -337,6 +354,7 @@ def import_jsonl(
                 raise _LineError(
                     f"'due' must be an ISO-8601 time or unix milliseconds, got {_type_name(due_raw)}"
                 )
+            due_at = parse_due(due_raw)
             report.ignored_fields.update(k for k in obj if k not in IMPORT_FIELDS)
             line_ctx = ctx
             if kind == Kind.PROCEDURE:  # T5: every imported procedure carries a risk assessment
@@ -347,23 +365,19 @@ def import_jsonl(
                     flagged = ", ".join(risk["rules"]) or "destructive commands"
                     line_ctx = replace(ctx, trust=Trust.UNTRUSTED,
                                        taint=(f"imported procedure assessed high risk ({flagged})",))
-            result = service.write(
-                line_ctx,
-                content,
-                kind=kind,
-                confidence=1.0 if confidence is None else confidence,
-                sensitivity=sensitivity,
-                ttl_days=ttl_days,
-                due_at=parse_due(due_raw),
-                metadata=metadata,
-            )
         except _LineError as exc:
-            report.outcomes.append(LineOutcome(number, "error", str(exc)))
+            slots[-1] = LineOutcome(number, "error", str(exc))
             continue
-        except MemwardenError as exc:  # bad ttl/sensitivity/due, capacity, …: this line only
-            report.outcomes.append(LineOutcome(number, "error", " ".join(str(exc).split())))
+        except MemwardenError as exc:  # a bad due date or trigger list: this line only
+            slots[-1] = LineOutcome(number, "error", " ".join(str(exc).split()))
             continue
-        report.outcomes.append(
-            LineOutcome(number, result.status, result.message, result.id, tuple(result.verdict.rules))
-        )
+        if pending and (line_ctx is not pending_ctx or len(pending) >= IMPORT_BATCH):
+            flush()
+        pending_ctx = line_ctx
+        pending.append((len(slots) - 1, number, {
+            "content": content, "kind": kind, "confidence": 1.0 if confidence is None else confidence,
+            "sensitivity": sensitivity, "ttl_days": ttl_days, "due_at": due_at, "metadata": metadata}))
+    if pending:
+        flush()
+    report.outcomes.extend(o for o in slots if o is not None)
     return report
