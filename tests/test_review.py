@@ -257,7 +257,7 @@ def test_t3_review_end_to_end_from_the_cli(store: MemoryService, db_path: Path) 
     assert shown.exit_code == 0 and "@kestrel" in shown.stdout and "https://attacker.example/page" in shown.stdout
 
     refused = cli.run("review", "promote", held.id or "", token=agent_token)
-    assert refused.exit_code == 1 and "operator credential" in refused.stderr
+    assert refused.exit_code == 1 and "an agent token cannot promote" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert _events(store, "promotion_refused")[-1]["actor"].startswith("agent:")
     no_token = cli.run("review", "promote", held.id or "")

@@ -60,6 +60,10 @@ def _ctx(principal: Principal, scope: Scope) -> Context:
                    clearance=OPERATOR_CLEARANCE)
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def _require_operator(service: MemoryService, principal: Principal, action: str, memory_id: str | None,
                       scope: Scope | None = None) -> None:
     """Refuse (and audit) a non-operator, or an operator of another tenant or user."""
@@ -68,8 +72,8 @@ def _require_operator(service: MemoryService, principal: Principal, action: str,
     if principal.role != OPERATOR:
         service.refuse(ctx, "promotion_refused" if action in ("promote", "reject") else "review_refused",
                        memory_id, via="review",
-                       why=f"{action} needs an operator credential; a {principal.role} token cannot {action} "
-                           "memories (T3)")
+                       why=f"{action} needs an operator credential; {_article(principal.role)} {principal.role} token"
+                           f" cannot {action} memories (T3)")
     if scope is not None and not principal.may_review(scope.tenant, scope.user):
         service.refuse(ctx, "review_refused", memory_id, via="review",
                        why=f"operator {principal.name} may not review memories of {scope.tenant}/{scope.user}")
