@@ -75,31 +75,20 @@ def _nonword_class(items: Any) -> bool:
     return True
 
 
-def _bounds_start(item: tuple[Any, Any] | None, outer: bool) -> bool:
-    """Whether ``item`` (the element just before a literal run) guarantees a token starts with the run."""
+def _bounds(item: tuple[Any, Any] | None, outer: bool, *, after: bool) -> bool:
+    """Whether ``item`` — the element just before a literal run, or just after it with ``after`` — guarantees a
+    token boundary there (the run starts a token / its last word ends one); ``outer`` is the answer at the
+    pattern's own edge."""
     if item is None:
         return outer
     op, av = item
     if op is sre_c.AT:
-        return av in _START_ANCHORS
+        return av in (_END_ANCHORS if after else _START_ANCHORS)
     if op is sre_c.IN:
         return _nonword_class(av)
     if op in _REPEATS and av[0] >= 1 and len(av[2]) >= 1:
-        return _bounds_start(list(av[2])[-1], False)
-    return False
-
-
-def _bounds_end(item: tuple[Any, Any] | None, outer: bool) -> bool:
-    """Whether ``item`` (the element just after a literal run) guarantees the run's last word ends a token."""
-    if item is None:
-        return outer
-    op, av = item
-    if op is sre_c.AT:
-        return av in _END_ANCHORS
-    if op is sre_c.IN:
-        return _nonword_class(av)
-    if op in _REPEATS and av[0] >= 1 and len(av[2]) >= 1:
-        return _bounds_end(next(iter(av[2])), False)
+        body = list(av[2])  # the copy of the body next to the run: its first item after it, its last before it
+        return _bounds(body[0] if after else body[-1], False, after=after)
     return False
 
 
@@ -194,8 +183,8 @@ def _needs(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander
         while j < len(items) and ex.item(items[j]) is not None:
             j += 1
         if j > i:  # items[i:j] is a chunk of expandable items
-            before = _bounds_start(items[i - 1] if i else None, start)
-            after = _bounds_end(items[j] if j < len(items) else None, end)
+            before = _bounds(items[i - 1] if i else None, start, after=False)
+            after = _bounds(items[j] if j < len(items) else None, end, after=True)
             strings = ex.seq(items[i:j])
             if strings is not None:
                 need = _chunk_need(strings, before, after)
@@ -210,8 +199,8 @@ def _needs(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander
             i = j
             continue
         op, av = items[i]
-        before = _bounds_start(items[i - 1] if i else None, start)
-        after = _bounds_end(items[i + 1] if i + 1 < len(items) else None, end)
+        before = _bounds(items[i - 1] if i else None, start, after=False)
+        after = _bounds(items[i + 1] if i + 1 < len(items) else None, end, after=True)
         if op is sre_c.SUBPATTERN:
             if not av[1] & _FLAGS:
                 out += _needs(av[3], before, after, ex)
