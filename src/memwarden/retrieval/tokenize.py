@@ -115,7 +115,7 @@ class TermHasher:
         self._memo: dict[str, str] = {}
         self._tags: dict[tuple[str, str, str], str] = {}
         self._last: tuple[str, list[str]] = ("", [])  # the last text's terms: a save asks twice (dedup, index)
-        self._dups: dict[tuple[str, str], int] = {}
+        self._dups: dict[tuple[str, str], int] = {}  # (tag, text) -> key
 
     def _h(self, data: str, size: int) -> str:
         digest = hashlib.blake2b(data.encode("utf-8", "surrogatepass"), key=self._key, digest_size=10).digest()
@@ -163,15 +163,15 @@ class TermHasher:
         set of distinct terms, keyed-hashed with the scope's tag. Texts that differ only in case, punctuation,
         stop words, inflection or word order share it (consolidate.py then compares their term pairs); one
         changed content word gives another key."""
-        key = " ".join(sorted(set(self.terms_of(text))))
         memo = self._dups
-        got = memo.get((tag, key))
+        got = memo.get((tag, text))
         if got is None:
             if len(memo) >= 64:  # only the last few texts: a save asks for its key twice (dedup, index)
                 memo.clear()
+            key = " ".join(sorted(set(self.terms_of(text))))
             digest = hashlib.blake2b(f"d\x00{tag}\x00{key}".encode("utf-8", "surrogatepass"), key=self._key,
                                      digest_size=8).digest()
-            got = memo[(tag, key)] = int.from_bytes(digest, "big", signed=True)
+            got = memo[(tag, text)] = int.from_bytes(digest, "big", signed=True)
         return got
 
     def query_tokens(self, tag: str, text: str) -> list[str]:
