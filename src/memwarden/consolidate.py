@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.errors import MemwardenError
 from memwarden.records import Kind, Record, SourceType, Status, Trust, now_ms
-from memwarden.retrieval.tokenize import TAG_LEN, TERM_LEN, terms
+from memwarden.retrieval.tokenize import TAG_LEN, terms
 from memwarden.store.sqlite import SELECT_COLS, scope_clause
 
 if TYPE_CHECKING:
@@ -51,8 +51,8 @@ def _candidates_sql(where: str) -> str:
 
 
 def _terms_of(index_text: str) -> list[str]:
-    """The hashed terms of an FTS row, in order (its near-duplicate key left out)."""
-    return [tok[TAG_LEN:] for tok in index_text.split() if len(tok) == TAG_LEN + TERM_LEN]
+    """The hashed terms of an FTS row, in order (each token is the scope tag + a hashed term)."""
+    return [tok[TAG_LEN:] for tok in index_text.split()]
 
 
 def shingles(tokens: Sequence[str]) -> set[str]:
