@@ -352,6 +352,13 @@ def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemorySer
         s.view(victim_id)
     reads = [q for q in statements
              if q.lstrip().startswith("SELECT") and re.search(r"\b(FROM|JOIN) memories m\b", q)]
+    # The search's postings (retrieval/postings.py) read the scope's index rows to rank with: the scope is in
+    # their SQL too; which of those rows may be served is decided by the filtered reads below.
+    ranking = [q for q in reads if q.startswith("SELECT f.rowid, f.content FROM memories m")]
+    assert ranking
+    for q in ranking:
+        assert re.search(r"\bm\.tenant = 'acme' AND m\.user_id = 'u-1' AND m\.agent = 'support'", q), q
+    reads = [q for q in reads if q not in ranking]
     assert len(reads) >= 6  # block count + block rows + reminders + search + list + view
     for q in reads:
         assert re.search(r"\bm\.tenant = 'acme'", q), q
@@ -367,9 +374,12 @@ def test_s3_read_shared_filter_is_in_the_sql(store: MemoryService) -> None:
     with store.session(memwarden.Scope(VICTIM.tenant, VICTIM.user)) as shared:  # something for the search to find
         shared.save("The user's shared notes mention anything goes Fridays", kind="fact")
     with traced_sql(store) as statements, store.session(VICTIM, read_shared=True) as s:
-        s.search("anything")
-    searches = [q for q in statements if "memories_fts MATCH" in q]
-    assert searches and all("m.agent IN ('support', '')" in q and "m.tenant = 'acme'" in q for q in searches)
+        found = s.search("anything")
+    assert [r.content for r in found] == ["The user's shared notes mention anything goes Fridays"]
+    # every read of the search: the postings it ranks with, its candidates, its results
+    searches = [q for q in statements if q.startswith("SELECT") and re.search(r"\b(FROM|JOIN) memories m\b", q)]
+    assert any("f.content" in q for q in searches) and len(searches) >= 3
+    assert all("m.agent IN ('support', '')" in q and "m.tenant = 'acme'" in q for q in searches)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

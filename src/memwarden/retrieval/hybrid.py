@@ -11,8 +11,6 @@ it never raises into the agent's path (Q2).
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +19,9 @@ import numpy as np
 from memwarden.records import Kind, now_ms
 from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
 from memwarden.retrieval.index import vectors_matrix
+from memwarden.retrieval.postings import PostingsCache
 from memwarden.retrieval.ranking import Ranking
-from memwarden.retrieval.tokenize import TAG_LEN, TERM_LEN, query_terms
+from memwarden.retrieval.tokenize import query_terms
 from memwarden.store.sqlite import SELECT_COLS
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from memwarden.service import Context, MemoryService
 
 DAY_MS = 86_400_000
+_IN_CHUNK = 5_000  # rowids per IN (...) when reading candidates through the visibility filter
 
 
 @dataclass(slots=True)
@@ -89,11 +89,12 @@ class DfCache:
 
 class HybridSearch:
     def __init__(self, service: MemoryService, embedder: Embedder, ranking: Ranking | None = None,
-                 df_cache: DfCache | None = None) -> None:
+                 df_cache: DfCache | None = None, postings: PostingsCache | None = None) -> None:
         self.service = service
         self.embedder = embedder
         self.ranking = ranking or Ranking()
         self.df_cache = df_cache or DfCache()
+        self.postings = postings or PostingsCache()
 
     # --- the query ----------------------------------------------------------------------------------------
 
@@ -145,6 +146,37 @@ class HybridSearch:
 
     def _lexical(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, tags: list[str],
                  qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+        """BM25 over the scope's in-memory postings (retrieval/postings.py): N, document frequencies and the
+        average length are the scope's; every document holding a query term is scored. The best ``pool`` are
+        then read through the visibility filter (S3); when held, expired or filtered rows leave fewer than half
+        of that, deeper candidates are read, in score order, until enough are visible or none are left."""
+        if self.ranking.mode == "bm25":
+            self._lexical_fts(conn, where, params, scope, tags, qterms, agents, cands)
+            return
+        rk = self.ranking
+        terms = [[tag + t for tag in tags] for t in qterms]
+        cache = self.postings
+        visible, start, depth = 0, 0, rk.pool
+        while True:
+            with cache.lock:
+                ranked = cache.get(conn, scope, len(agents) > 1).top(terms, rk.k1, rk.b, depth)  # + shared
+            score = dict(ranked[start:])
+            part = list(score)
+            for i in range(0, len(part), _IN_CHUNK):
+                chunk = part[i:i + _IN_CHUNK]
+                for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN"
+                                        f" ({','.join('?' * len(chunk))}) AND {where}", (*chunk, *params)):
+                    c = _cand(row)
+                    c.lex = score[c.rowid]
+                    cands[c.rowid] = c
+                    visible += 1
+            if visible >= rk.pool // 2 or len(ranked) < depth:  # enough, or every candidate was read
+                return
+            start, depth = depth, depth * 20
+
+    def _lexical_fts(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, tags: list[str],
+                 qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+        """Plain BM25, FTS5's own order (``mode='bm25'``: the baseline ``bench locomo`` reports)."""
         rk = self.ranking
         keyed = [tag + t for tag in tags for t in qterms]
         marks = ",".join("?" * len(agents))
@@ -185,36 +217,9 @@ class HybridSearch:
             rows = conn.execute(f"{sql} LIMIT ?", (match, rk.pool * 20, *params, rk.pool)).fetchall()
         if not rows:
             return
-        if rk.mode == "bm25":  # FTS5's own bm25 (the table's N): the plain baseline
-            for row in rows:
-                c = _cand(row)
-                c.lex = -float(row[6])
-                cands[c.rowid] = c
-            return
-        # Per-scope BM25 on every query term: N and document frequencies of this scope.
-        df: Counter[str] = Counter()
-        for k, d in df_keyed.items():
-            df[k[TAG_LEN:]] += d
-        n_docs = max(n_docs, max(df.values(), default=0), 1)
-        idf = {t: max(math.log((n_docs - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in qterms if df[t]}
-        # An FTS row is its term tokens (TAG_LEN + TERM_LEN characters each) joined by single spaces: its length
-        # gives the term count, and a query token's occurrences are counted in C (tokens hold no spaces, so a
-        # match is a whole token).
-        per_term = TAG_LEN + TERM_LEN + 1
-        weights = [(tag + t, w) for t, w in idf.items() for tag in tags]
-        lengths = [(len(str(row[5])) + 1) // per_term for row in rows]
-        avgdl = sum(lengths) / len(lengths) or 1.0
-        k1, b = rk.k1, rk.b
-        for row, dl in zip(rows, lengths, strict=True):
-            text = str(row[5])
-            norm = k1 * (1 - b + b * dl / avgdl)
-            s = 0.0
-            for token, w in weights:
-                f = text.count(token)
-                if f:
-                    s += w * f * (k1 + 1) / (f + norm)
+        for row in rows:  # FTS5's own bm25 (the whole table's N and average length): the plain baseline
             c = _cand(row)
-            c.lex = s
+            c.lex = -float(row[6])
             cands[c.rowid] = c
 
     def _dense(self, conn: sqlite3.Connection, where: str, params: list[object], qvec: np.ndarray,

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
 FTS_DDL = "CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize = 'unicode61 remove_diacritics 0')"
 META_TOKENIZER = "fts_tokenizer"
+LOG_SQL = "INSERT INTO index_log (row) VALUES (?)"  # readers of the FTS terms learn what changed (postings.py)
+REBUILT = -1  # an index_log row meaning "the whole FTS table was rebuilt"
 
 
 class Indexer:
     """Keeps ``memories_fts``, ``memory_dupkeys`` and ``memory_vectors`` in step with ``memories`` (same
-    transaction)."""
+    transaction), and logs each FTS change in ``index_log`` for the searches' in-memory postings."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder: Embedder = embedder or NoEmbedder()
@@ -70,6 +72,7 @@ class Indexer:
     def add(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (rowid, self.index_text(r)))
+        tx.execute(LOG_SQL, (rowid,))
         tx.execute("INSERT INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
         if not self.embedder.dim:
             return  # no vectors configured (the default): nothing more to derive
@@ -80,6 +83,7 @@ class Indexer:
     def update(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
         tx.execute("UPDATE memories_fts SET content = ? WHERE rowid = ?", (self.index_text(r), rowid))
+        tx.execute(LOG_SQL, (rowid,))
         tx.execute("INSERT OR REPLACE INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
         if not self.embedder.dim:  # no vectors configured: an old version's vector must not outlive its text
             tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))
@@ -91,6 +95,7 @@ class Indexer:
     @staticmethod
     def remove(tx: Tx, rowid: int) -> None:
         tx.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        tx.execute(LOG_SQL, (rowid,))
         tx.execute("DELETE FROM memory_dupkeys WHERE rowid = ?", (rowid,))
         tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))
 
@@ -112,6 +117,7 @@ class Indexer:
         tx.execute("DROP TABLE IF EXISTS memories_fts_vocab")
         tx.execute("DROP TABLE IF EXISTS memories_fts")
         tx.execute(FTS_DDL)
+        tx.execute(LOG_SQL, (REBUILT,))  # every reader's in-memory postings are rebuilt
         tx.execute("CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, 'row')")
         tx.execute("DELETE FROM memory_dupkeys")
         vectors = vectors and self.embedder.dim > 0

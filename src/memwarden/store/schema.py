@@ -3,7 +3,7 @@ deletion (D3) and ``doctor`` can prove nothing is left behind."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys
+SCHEMA_VERSION = 4  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -64,6 +64,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
 -- here (an FTS5 term lookup probes every index segment: ~5x the cost). Same transaction; deleted with the record.
 CREATE TABLE IF NOT EXISTS memory_dupkeys (rowid INTEGER PRIMARY KEY, dup INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS memory_dupkeys_dup ON memory_dupkeys (dup);
+-- Every change of an FTS row, in commit order: seq, and the memories.rowid whose terms changed (row = -1: the
+-- whole index was rebuilt). Searches keep per-scope postings in memory (retrieval/postings.py) and read here
+-- what changed since they last looked, from any process. Holds integers only, never a memory id or text; the
+-- oldest entries are dropped as it grows (a reader that far behind rebuilds its postings).
+CREATE TABLE IF NOT EXISTS index_log (seq INTEGER PRIMARY KEY, row INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS index_log_prune AFTER INSERT ON index_log WHEN NEW.seq % 4096 = 0 BEGIN
+    DELETE FROM index_log WHERE seq <= NEW.seq - 65536;
+END;
 -- Per-term document counts (per scope, since terms carry the scope tag): BM25's IDF within the scope.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row');
 

@@ -1,0 +1,224 @@
+"""Issue 5 (Q1): the in-memory postings the lexical ranking reads (retrieval/postings.py) stay in step with the
+FTS rows — writes, updates and deletes from this service, from a second service on the same file (another
+process would be the same), reindex, a pruned change log — and never serve what the SQL filter refuses."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import memwarden
+from memwarden.records import now_ms
+from memwarden.retrieval import Ranking
+from memwarden.retrieval.postings import ScopePostings
+from memwarden.service import Context, MemoryService
+
+SCOPE = memwarden.Scope("acme", "u-1", "support")
+OTHER = memwarden.Scope("acme", "u-2", "support")
+LEXICAL = Ranking(mode="lexical", expand=0)
+
+
+def _ctx(scope: memwarden.Scope = SCOPE, **kw: object) -> Context:
+    base = Context(scope, session_id="s-test", source_type="user", actor="system:test", clearance=1)
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def _write(store: MemoryService, text: str, scope: memwarden.Scope = SCOPE, **kw: object) -> str:
+    res = store.write(_ctx(scope), text, kind="fact", **kw)  # type: ignore[arg-type]
+    assert res.id is not None and res.status == "accepted", res
+    return res.id
+
+
+def _found(store: MemoryService, query: str, scope: memwarden.Scope = SCOPE, k: int = 10) -> list[str]:
+    return [r.content for r in store.retrieval.search(_ctx(scope), query, k, ranking=LEXICAL)]
+
+
+@pytest.fixture
+def two(db_path: Path) -> Iterator[tuple[MemoryService, MemoryService]]:
+    """Two services on one file: ``a`` searches, ``b`` writes (as another process would)."""
+    a, b = memwarden.open(db_path), memwarden.open(db_path)
+    yield a, b
+    b.close()
+    a.close()
+
+
+def test_q1_postings_see_another_writers_inserts_updates_and_deletes(two: tuple[MemoryService, MemoryService]
+                                                                     ) -> None:
+    a, b = two
+    first = _write(b, "The billing service runs on Kubernetes")
+    assert _found(a, "billing kubernetes") == ["The billing service runs on Kubernetes"]
+    builds = a.retrieval.postings.builds
+    _write(b, "The billing dashboard moved to Grafana")
+    assert set(_found(a, "billing")) == {"The billing service runs on Kubernetes",
+                                         "The billing dashboard moved to Grafana"}
+    assert b.write(_ctx(), "The payroll service runs on Nomad", kind="fact", update_id=first,
+                   expected_version=1).status == "accepted"
+    assert _found(a, "kubernetes") == []  # the old version's terms are gone from the postings
+    assert _found(a, "nomad payroll") == ["The payroll service runs on Nomad"]
+    b.remove(_ctx(), first)
+    assert _found(a, "nomad payroll") == []
+    assert _found(a, "billing") == ["The billing dashboard moved to Grafana"]
+    assert a.retrieval.postings.builds == builds  # every change was replayed from index_log, no rebuild
+
+
+def test_q1_postings_ignore_other_scopes_writes(two: tuple[MemoryService, MemoryService]) -> None:
+    a, b = two
+    _write(b, "The billing service runs on Kubernetes")
+    assert len(_found(a, "billing")) == 1
+    for i in range(5):
+        _write(b, f"The billing export number {i} for another user", scope=OTHER)
+    assert _found(a, "billing export") == ["The billing service runs on Kubernetes"]
+    assert len(_found(a, "billing export", scope=OTHER)) == 5
+
+
+def test_q1_pruned_change_log_rebuilds_the_postings(two: tuple[MemoryService, MemoryService],
+                                                     db_path: Path) -> None:
+    a, b = two
+    _write(b, "The billing service runs on Kubernetes")
+    assert _found(a, "billing")
+    gone = _write(b, "The billing dashboard moved to Grafana")
+    b.remove(_ctx(), gone)
+    _write(b, "The billing team meets on Mondays")
+    conn = sqlite3.connect(db_path)  # as the log's prune trigger would once it grew: drop what `a` has not read
+    conn.execute("DELETE FROM index_log WHERE seq < (SELECT max(seq) FROM index_log)")
+    conn.commit()
+    conn.close()
+    builds = a.retrieval.postings.builds
+    assert set(_found(a, "billing")) == {"The billing service runs on Kubernetes", "The billing team meets on Mondays"}
+    assert a.retrieval.postings.builds == builds + 1
+
+
+def test_q1_change_log_prunes_itself(db_path: Path) -> None:
+    with memwarden.open(db_path) as store:
+        start = int(store.backend.query("SELECT coalesce(max(seq), 0) FROM index_log")[0][0])  # type: ignore[arg-type]
+        store.backend.run_write(lambda tx: tx.executemany("INSERT INTO index_log (row) VALUES (?)",
+                                                          [(i,) for i in range(70_000)]))
+        n, lo, hi = store.backend.query("SELECT count(*), min(seq), max(seq) FROM index_log")[0]
+        assert hi == start + 70_000  # the newest entries are all there, contiguous ...
+        assert n == hi - lo + 1 and 65_536 - 4_096 < n <= 65_536 + 4_096  # ... and only the newest ~64k
+
+
+def test_q1_reindex_rebuilds_the_postings(two: tuple[MemoryService, MemoryService]) -> None:
+    a, b = two
+    _write(b, "The billing service runs on Kubernetes")
+    assert _found(a, "billing")
+    builds = a.retrieval.postings.builds
+    b.retrieval.reindex()
+    assert _found(a, "billing") == ["The billing service runs on Kubernetes"]
+    assert a.retrieval.postings.builds == builds + 1
+
+
+def test_q1_held_and_expired_rows_never_crowd_out_the_visible_one(db_path: Path) -> None:
+    """The postings rank every record of the scope, held, expired and secret ones included; only the SQL filter
+    decides what is served, and candidates are read deeper until enough are visible."""
+    with memwarden.open(db_path) as store:
+        for i in range(150):  # outrank the visible record on every term (shorter, repeated words)
+            res = store.write(_ctx(trust="untrusted"), f"zanzibarite zanzibarite deploy {i}", kind="fact")
+            assert res.status == "review"
+        expired = [_write(store, f"zanzibarite zanzibarite deploy expired {i}", ttl_days=1) for i in range(40)]
+        marks = ",".join("?" * len(expired))
+        store.backend.conn.execute(f"UPDATE memories SET expires_at = ? WHERE id IN ({marks})",
+                                   (now_ms() - 1, *expired))
+        store.write(_ctx(clearance=3), "zanzibarite zanzibarite deploy secret", kind="fact", sensitivity="secret")
+        visible = "The zanzibarite deploy went out after a long review of the plan"
+        _write(store, visible)
+        assert _found(store, "zanzibarite deploy") == [visible]
+
+
+def test_q1_postings_are_dropped_least_recently_searched_first(db_path: Path) -> None:
+    with memwarden.open(db_path) as store:
+        _write(store, "The billing service runs on Kubernetes")
+        _write(store, "The billing service runs on Nomad", scope=OTHER)
+        cache = store.retrieval.postings
+        cache.max_entries = 6  # one scope's postings
+        assert _found(store, "billing") and _found(store, "billing", scope=OTHER)
+        assert len(cache._scopes) == 1  # the first scope went; the one searched last stays
+        assert _found(store, "billing") == ["The billing service runs on Kubernetes"]
+
+
+def test_scope_postings_rank_by_bm25_with_ties_by_rowid() -> None:
+    sp = ScopePostings(seq=0)
+    sp.add(10, "aa bb")
+    sp.add(11, "aa cc cc")
+    sp.add(12, "bb")
+    sp.add(13, "aa bb")  # same text as 10: same score, after it
+    sp.add(14, "dd")
+    got = sp.top([["aa"], ["bb"]], k1=1.2, b=0.3, depth=10)
+    assert [r for r, _ in got] == [10, 13, 12, 11]
+    assert got[0][1] == got[1][1] > got[2][1] > 0
+    assert [r for r, _ in sp.top([["aa"], ["bb"]], 1.2, 0.3, depth=1)] == [10]  # the boundary tie: lower rowid
+    sp.drop(10)
+    sp.add(13, "dd")  # an update: old terms gone, new ones in
+    assert [r for r, _ in sp.top([["aa"], ["bb"]], 1.2, 0.3, depth=10)] == [12, 11]
+    assert [r for r, _ in sp.top([["dd"]], 1.2, 0.3, depth=10)] == [13, 14]
+    assert sp.top([["zz"]], 1.2, 0.3, depth=10) == [] and sp.top([], 1.2, 0.3, depth=10) == []
+
+
+WORDS = ["billing", "deploy", "kubernetes", "grafana", "payroll", "monday", "invoice", "nomad"]
+OPS = st.lists(st.tuples(st.sampled_from(["save", "update", "remove", "search"]),
+                         st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), st.integers(0, 20)),
+               min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_q1_property_incremental_postings_rank_as_a_fresh_build(tmp_path_factory: pytest.TempPathFactory,
+                                                                 ops: list[tuple[str, list[str], int]]) -> None:
+    """Any mix of writes and searches through one service ranks exactly as a service opened afterwards (whose
+    postings are built from scratch)."""
+    db = tmp_path_factory.mktemp("postings") / "p.db"
+    live: list[str] = []
+    with memwarden.open(db) as a:
+        for i, (op, words, pick) in enumerate(ops):
+            text = f"note {i} " + " ".join(words)
+            if op == "save" or not live:
+                res = a.write(_ctx(), text, kind="fact")
+                if res.status == "accepted" and res.id:
+                    live.append(res.id)
+            elif op == "update":
+                mid = live[pick % len(live)]
+                version = a.get(_ctx(), mid).version  # type: ignore[union-attr]
+                a.write(_ctx(), text, kind="fact", update_id=mid, expected_version=version)
+            elif op == "remove":
+                a.remove(_ctx(), live.pop(pick % len(live)))
+            else:
+                _found(a, " ".join(words))
+        queries = [" ".join(w) for _, w, _ in ops]
+        incremental = [_found(a, q) for q in queries]
+        assert a.retrieval.postings.builds == 1
+    with memwarden.open(db) as fresh:
+        assert [_found(fresh, q) for q in queries] == incremental
+
+
+DOCS = st.lists(st.lists(st.sampled_from(["aa", "bb", "cc", "dd", "ee"]), max_size=6), min_size=1, max_size=30)
+
+
+@settings(max_examples=100, deadline=None)
+@given(docs=DOCS, query=st.lists(st.sampled_from(["aa", "bb", "cc", "zz"]), min_size=1, max_size=3, unique=True),
+       depth=st.integers(1, 40))
+def test_q1_property_built_postings_rank_as_added_ones(docs: list[list[str]], query: list[str], depth: int) -> None:
+    rows = [(100 + 3 * i, " ".join(d)) for i, d in enumerate(docs)]
+    built = ScopePostings.build(0, rows)
+    added = ScopePostings(0)
+    for rowid, content in rows:
+        added.add(rowid, content)
+    terms = [[t] for t in query]
+    assert built.top(terms, 1.2, 0.3, depth) == added.top(terms, 1.2, 0.3, depth)
+    assert built.entries == added.entries
+    if len(rows) > 1:  # then one document changes in both
+        built.add(rows[0][0], "aa zz")
+        added.add(rows[0][0], "aa zz")
+        assert built.top(terms, 1.2, 0.3, depth) == added.top(terms, 1.2, 0.3, depth)
+
+
+def test_scope_postings_build_of_rows_not_shaped_by_memwarden() -> None:
+    """FTS rows edited around memwarden (two spaces, a leading space) are counted one document at a time."""
+    sp = ScopePostings.build(0, [(1, "aa  bb"), (2, " aa"), (3, "")])
+    assert sp.n_alive == 3 and list(sp.lengths) == [2, 1, 0]
+    assert [r for r, _ in sp.top([["aa"]], 1.2, 0.3, 10)] == [2, 1]
