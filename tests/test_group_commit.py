@@ -175,3 +175,94 @@ def test_i3_many_threads_saving_lose_nothing_and_keep_the_chain(store: MemorySer
     assert store.backend.commits - commits_before <= 320 + 16  # saves plus session starts/ends, at most
     assert audit.verify(store.backend, store.signer) == []
     assert doctor.run(store) == []
+
+
+# --- FTS rows are queued until the group's COMMIT (store/sqlite.py FtsQueue) --------------------------------
+
+
+def _fts_rows(store: MemoryService) -> set[int]:
+    return {int(r[0]) for r in store.backend.query("SELECT rowid FROM memories_fts")}  # type: ignore[arg-type]
+
+
+def _record_rows(store: MemoryService) -> set[int]:
+    return {int(r[0]) for r in store.backend.query("SELECT rowid FROM memories")}  # type: ignore[arg-type]
+
+
+def _save_work(store: MemoryService, text: str, *, fail: bool = False) -> Callable[[Tx], Any]:
+    """A real save's transaction work (gate → … → audit); ``fail``: it raises after storing its row."""
+    from memwarden.service import Context
+
+    ctx = Context(SCOPE, session_id="s-gc", source_type="user", actor="system:test")
+    inner = store._write_work(ctx, text, [], kind="fact")
+
+    def work(tx: Tx) -> Any:
+        res = inner(tx)
+        if fail:
+            raise ValueError("this save fails after storing its record")
+        return res
+    return work
+
+
+def test_i2_group_commit_fts_rows_of_a_failed_write_are_dropped_with_it(store: MemoryService) -> None:
+    works = [_save_work(store, "The billing service runs on Kubernetes"),
+             _save_work(store, "The payroll job runs every Friday", fail=True),
+             _save_work(store, "The dashboard moved to Grafana")]
+    _results, errors = _grouped(store.backend, works)
+    assert errors[0] is None and errors[2] is None and isinstance(errors[1], ValueError)
+    assert _fts_rows(store) == _record_rows(store) and len(_record_rows(store)) == 2
+    with store.session(SCOPE) as s:
+        assert [r.content for r in s.search("billing kubernetes")] == ["The billing service runs on Kubernetes"]
+        assert s.search("payroll friday") == []
+    assert [f for f in doctor.run(store) if f.severity == "error"] == []
+
+
+def test_i2_write_many_item_that_fails_leaves_no_fts_row(store: MemoryService, monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    from memwarden.errors import InvalidInput
+    from memwarden.service import Context
+
+    indexer = store.backend.indexer
+    add = indexer.add
+
+    def add_then_fail(tx: Tx, rowid: int, r: Any) -> None:
+        add(tx, rowid, r)  # its FTS row is queued ...
+        if "payroll" in r.content:
+            raise InvalidInput("this item fails after indexing")  # ... and its savepoint is rolled back
+
+    monkeypatch.setattr(indexer, "add", add_then_fail)
+    ctx = Context(SCOPE, session_id="s-gc", source_type="user", actor="system:test")
+    out = store.write_many(ctx, [{"content": "The billing service runs on Kubernetes", "kind": "fact"},
+                                 {"content": "The payroll job runs every Friday", "kind": "fact"},
+                                 {"content": "The dashboard moved to Grafana", "kind": "fact"}])
+    assert [getattr(r, "status", "error") for r in out] == ["accepted", "error", "accepted"]
+    assert _fts_rows(store) == _record_rows(store) and len(_record_rows(store)) == 2
+
+
+def test_fts_queue_rows_executed_inside_a_rolled_back_savepoint_are_run_again() -> None:
+    """A flush inside a savepoint (an FTS read, update or delete) runs earlier writes' rows too; rolling the
+    savepoint back undoes those inserts, so they must run again at the COMMIT."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content)")
+    tx = Tx(conn)
+    conn.execute("BEGIN")
+    tx.queue_fts(1, "first write")
+    with pytest.raises(ValueError), tx.savepoint("w"):
+        tx.queue_fts(2, "second write")
+        tx.flush_fts()
+        assert conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 2
+        raise ValueError("the second write fails")
+    assert conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 0  # both inserts undone ...
+    with tx.savepoint("w"):
+        tx.queue_fts(3, "third write")
+    tx.flush_fts()
+    conn.execute("COMMIT")
+    assert [r[0] for r in conn.execute("SELECT rowid FROM memories_fts ORDER BY rowid")] == [1, 3]  # ... 1 redone
+
+
+def test_q3_near_duplicate_written_earlier_in_the_same_group_is_found(store: MemoryService) -> None:
+    """The first save's FTS row is still queued when the second one (same group) looks for near-duplicates."""
+    results, errors = _grouped(store.backend, [_save_work(store, "The billing service runs on Kubernetes"),
+                                               _save_work(store, "the billing service RUNS on kubernetes!")])
+    assert errors[:2] == [None, None]
+    assert results[1].id == results[0].id and "near-duplicate" in results[1].message
+    assert len(_record_rows(store)) == 1 and _fts_rows(store) == _record_rows(store)

@@ -80,6 +80,7 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
         return None  # the common case, in one index probe: no record anywhere has this key
     where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
     where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
+    tx.flush_fts()  # a candidate written earlier in this transaction may still have its FTS row queued
     rows = tx.execute(_candidates_sql(where), (match, *params, now_ms(), sensitivity, kind)).fetchall()
     if not rows:
         return None  # the key's records are of another kind, sensitivity or status

@@ -303,14 +303,12 @@ class MemoryService:
 
         def work(tx: Tx) -> None:
             for i, w, mine in works:
-                tx.execute("SAVEPOINT item")
                 try:
-                    out[i] = w(tx)
+                    with tx.savepoint("item"):
+                        out[i] = w(tx)
                 except MemwardenError as exc:
-                    tx.execute("ROLLBACK TO item")
                     out[i] = exc
                     mine.clear()  # what it logged was rolled back with it
-                tx.execute("RELEASE item")
 
         if works:
             self._transact(work)

@@ -71,7 +71,7 @@ class Indexer:
 
     def add(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
-        tx.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (rowid, self.index_text(r)))
+        tx.queue_fts(rowid, self.index_text(r))  # inserted with the transaction's other FTS rows (FtsQueue)
         tx.execute(LOG_SQL, (rowid,))
         tx.execute("INSERT INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
         if not self.embedder.dim:
@@ -82,6 +82,7 @@ class Indexer:
 
     def update(self, tx: Tx, rowid: int, r: Record) -> None:
         p = r.provenance
+        tx.flush_fts()  # the row may still be queued
         tx.execute("UPDATE memories_fts SET content = ? WHERE rowid = ?", (self.index_text(r), rowid))
         tx.execute(LOG_SQL, (rowid,))
         tx.execute("INSERT OR REPLACE INTO memory_dupkeys (rowid, dup) VALUES (?, ?)", (rowid, self.dup_key(r)))
@@ -94,6 +95,7 @@ class Indexer:
 
     @staticmethod
     def remove(tx: Tx, rowid: int) -> None:
+        tx.flush_fts()  # the row may still be queued
         tx.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
         tx.execute(LOG_SQL, (rowid,))
         tx.execute("DELETE FROM memory_dupkeys WHERE rowid = ?", (rowid,))

@@ -277,20 +277,23 @@ class SqliteBackend:
         before the COMMIT, so one fsync serves them too). Each request's outcome is set and ``done``; joiners are
         appended to ``batch`` so the caller wakes them."""
         first_alone = len(batch) == 1
+        fts = FtsQueue()  # the group's FTS rows: one executemany before the COMMIT
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             i = 0
             while i < len(batch):
                 r = batch[i]
                 savepoint = not (first_alone and i == 0)  # a lone first write needs none: ROLLBACK undoes it
+                mark = fts.mark()
                 if savepoint:
                     self.conn.execute("SAVEPOINT w")
                 try:
-                    r.result = r.work(Tx(self.conn))
+                    r.result = r.work(Tx(self.conn, fts))
                 except Exception as exc:
                     r.error = exc
                     if savepoint:
                         self.conn.execute("ROLLBACK TO w")
+                        fts.rollback(mark)
                     elif i == 0:
                         break  # the transaction holds nothing else: roll it back below
                 if savepoint:
@@ -301,10 +304,11 @@ class SqliteBackend:
             if first_alone and batch[0].error is not None:
                 self.conn.execute("ROLLBACK")
             else:
+                fts.flush(self.conn)
                 self.conn.execute("COMMIT")
                 self.commits += 1
                 self.committed_writes += sum(r.error is None for r in batch)
-        except BaseException as exc:  # BEGIN or COMMIT failed (busy, I/O error, disk full) or an interrupt
+        except BaseException as exc:  # BEGIN, the FTS rows or COMMIT failed (busy, I/O error, full disk); an interrupt
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             for r in batch:
@@ -420,13 +424,50 @@ class SqliteBackend:
         return sorted(r[0] for r in rows)
 
 
+class FtsQueue:
+    """FTS5 rows a write transaction inserts, run together just before its COMMIT.
+
+    Why: FTS5 writes its pending terms out as a new index segment at every savepoint, and a group commit runs
+    each write in a savepoint of its own — so inserting each record's FTS row as it is stored made a segment per
+    write (and the merges they cause): ~200 µs of each write with 8 writers (docs/benchmarks.md). Queued, a
+    group's rows are one ``executemany`` and one segment. Still the same transaction as the records (Q1/D3).
+
+    ``ops`` are the queued rows and ``done`` how many of them were executed. Anything that must see the FTS
+    table as it will be (an FTS read, update or delete inside the transaction) calls :meth:`flush` first.
+    A savepoint remembers ``(len(ops), done)``; rolling back to it restores both, since SQLite undoes the
+    inserts executed after it and the rows queued after it belong to the work it undid."""
+
+    __slots__ = ("done", "ops")
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[int, str]] = []
+        self.done = 0
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        if self.done < len(self.ops):
+            conn.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", self.ops[self.done:])
+            self.done = len(self.ops)
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.ops), self.done
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        del self.ops[mark[0]:]
+        self.done = min(mark[1], len(self.ops))
+
+    def clear(self) -> None:
+        self.ops.clear()
+        self.done = 0
+
+
 class Tx:
     """A thin handle on the connection inside one transaction (so callers cannot commit half-way)."""
 
-    __slots__ = ("_c", "refused")
+    __slots__ = ("_c", "fts", "refused")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, fts: FtsQueue | None = None) -> None:
         self._c = conn
+        self.fts = fts if fts is not None else FtsQueue()  # FTS rows queued until the COMMIT (see FtsQueue)
         self.refused: list[tuple[Any, str, str]] = []  # (context, id, why) of rows a read inside it refused
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
@@ -434,6 +475,28 @@ class Tx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor:
         return self._c.executemany(sql, rows)
+
+    def queue_fts(self, rowid: int, content: str) -> None:
+        self.fts.ops.append((rowid, content))
+
+    def flush_fts(self) -> None:
+        """Run the queued FTS inserts now (before reading, updating or deleting FTS rows in this transaction)."""
+        self.fts.flush(self._c)
+
+    @contextmanager
+    def savepoint(self, name: str) -> Iterator[None]:
+        """``SAVEPOINT name`` … ``RELEASE``; on an exception ``ROLLBACK TO`` it (and the FTS rows queued under
+        it) and re-raise."""
+        mark = self.fts.mark()
+        self._c.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self._c.execute(f"ROLLBACK TO {name}")
+            self.fts.rollback(mark)
+            self._c.execute(f"RELEASE {name}")
+            raise
+        self._c.execute(f"RELEASE {name}")
 
     def executescript_safe(self, script: str) -> None:
         """Run DDL statement by statement (``executescript`` would COMMIT our transaction)."""
