@@ -174,8 +174,8 @@ class HybridSearch:
                 return
             start, depth = depth, depth * 20
 
-    def _lexical_fts(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, tags: list[str],
-                 qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+    def _lexical_fts(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope,
+                     tags: list[str], qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
         """Plain BM25, FTS5's own order (``mode='bm25'``: the baseline ``bench locomo`` reports)."""
         rk = self.ranking
         keyed = [tag + t for tag in tags for t in qterms]

