@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 import memwarden
 from memwarden.records import now_ms
-from memwarden.retrieval import Ranking
-from memwarden.retrieval.postings import ScopePostings
+from memwarden.retrieval import HashEmbedder, Ranking
+from memwarden.retrieval.postings import ScopePostings, ScopeVectors
 from memwarden.service import Context, MemoryService
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")
 OTHER = memwarden.Scope("acme", "u-2", "support")
 LEXICAL = Ranking(mode="lexical", expand=0)
+HYBRID = Ranking(mode="hybrid", expand=0, dense_floor=0.0)  # any cosine above the scope's median counts
 
 
 def _ctx(scope: memwarden.Scope = SCOPE, **kw: object) -> Context:
@@ -35,8 +36,9 @@ def _write(store: MemoryService, text: str, scope: memwarden.Scope = SCOPE, **kw
     return res.id
 
 
-def _found(store: MemoryService, query: str, scope: memwarden.Scope = SCOPE, k: int = 10) -> list[str]:
-    return [r.content for r in store.retrieval.search(_ctx(scope), query, k, ranking=LEXICAL)]
+def _found(store: MemoryService, query: str, scope: memwarden.Scope = SCOPE, k: int = 10,
+           ranking: Ranking = LEXICAL) -> list[str]:
+    return [r.content for r in store.retrieval.search(_ctx(scope), query, k, ranking=ranking)]
 
 
 @pytest.fixture
@@ -167,14 +169,18 @@ OPS = st.lists(st.tuples(st.sampled_from(["save", "update", "remove", "search"])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=OPS)
+@given(ops=OPS, hybrid=st.booleans())
 def test_q1_property_incremental_postings_rank_as_a_fresh_build(tmp_path_factory: pytest.TempPathFactory,
-                                                                 ops: list[tuple[str, list[str], int]]) -> None:
+                                                                 ops: list[tuple[str, list[str], int]],
+                                                                 hybrid: bool) -> None:
     """Any mix of writes and searches through one service ranks exactly as a service opened afterwards (whose
-    postings are built from scratch)."""
+    postings, and with ``hybrid`` vectors, are built from scratch)."""
     db = tmp_path_factory.mktemp("postings") / "p.db"
     live: list[str] = []
+    ranking = HYBRID if hybrid else LEXICAL
     with memwarden.open(db) as a:
+        if hybrid:
+            a.retrieval.set_embedder(HashEmbedder())
         for i, (op, words, pick) in enumerate(ops):
             text = f"note {i} " + " ".join(words)
             if op == "save" or not live:
@@ -188,12 +194,14 @@ def test_q1_property_incremental_postings_rank_as_a_fresh_build(tmp_path_factory
             elif op == "remove":
                 a.remove(_ctx(), live.pop(pick % len(live)))
             else:
-                _found(a, " ".join(words))
+                _found(a, " ".join(words), ranking=ranking)
         queries = [" ".join(w) for _, w, _ in ops]
-        incremental = [_found(a, q) for q in queries]
-        assert a.retrieval.postings.builds == 1
+        incremental = [_found(a, q, ranking=ranking) for q in queries]
+        assert a.retrieval.postings.builds == 1 and a.retrieval.vectors.builds == int(hybrid)
     with memwarden.open(db) as fresh:
-        assert [_found(fresh, q) for q in queries] == incremental
+        if hybrid:
+            fresh.retrieval.set_embedder(HashEmbedder())
+        assert [_found(fresh, q, ranking=ranking) for q in queries] == incremental
 
 
 DOCS = st.lists(st.lists(st.sampled_from(["aa", "bb", "cc", "dd", "ee"]), max_size=6), min_size=1, max_size=30)
@@ -222,3 +230,66 @@ def test_scope_postings_build_of_rows_not_shaped_by_memwarden() -> None:
     sp = ScopePostings.build(0, [(1, "aa  bb"), (2, " aa"), (3, "")])
     assert sp.n_alive == 3 and list(sp.lengths) == [2, 1, 0]
     assert [r for r, _ in sp.top([["aa"]], 1.2, 0.3, 10)] == [2, 1]
+
+
+FILLER = ["Lunch is at noon on Fridays", "The user prefers tea over coffee", "Alice owns the design review",
+          "Our office plants need water weekly", "The quarterly report is due in March"]
+
+
+@pytest.fixture
+def two_hybrid(db_path: Path) -> Iterator[tuple[MemoryService, MemoryService]]:
+    a, b = memwarden.open(db_path), memwarden.open(db_path)
+    for s in (a, b):
+        s.retrieval.set_embedder(HashEmbedder())
+    yield a, b
+    b.close()
+    a.close()
+
+
+def test_q1_vectors_in_memory_see_another_writers_changes(two_hybrid: tuple[MemoryService, MemoryService]) -> None:
+    """Vector-only matches (no shared term: "kubernetes" ~ "kubernetess" by character n-grams) come from the
+    in-memory vectors, which follow another writer's inserts, updates and deletes."""
+    a, b = two_hybrid
+    for text in FILLER:  # a vector counts only above the scope's median cosine
+        _write(b, text)
+    first = _write(b, "The billing service runs on Kubernetes")
+    assert _found(a, "kubernetess", k=1, ranking=HYBRID) == ["The billing service runs on Kubernetes"]
+    builds = a.retrieval.vectors.builds
+    _write(b, "Kubernetess clusters moved to kubernetess")
+    assert _found(a, "kubernetess", k=1, ranking=HYBRID) == ["Kubernetess clusters moved to kubernetess"]  # lexical
+    assert b.write(_ctx(), "The billing service runs on Nomad", kind="fact", update_id=first,
+                   expected_version=1).status == "accepted"
+    assert "The billing service runs on Kubernetes" not in _found(a, "kubernetes", ranking=HYBRID)
+    assert _found(a, "nomadd", k=1, ranking=HYBRID) == ["The billing service runs on Nomad"]  # its new vector
+    b.remove(_ctx(), first)
+    assert "The billing service runs on Nomad" not in _found(a, "nomadd", ranking=HYBRID)
+    assert a.retrieval.vectors.builds == builds
+
+
+def test_q1_vectors_of_another_embedder_are_not_compared(two_hybrid: tuple[MemoryService, MemoryService]) -> None:
+    a, b = two_hybrid
+    for text in FILLER:
+        _write(b, text)
+    _write(b, "The billing service runs on Kubernetes")
+    assert _found(a, "kubernetess", k=1, ranking=HYBRID) == ["The billing service runs on Kubernetes"]
+    a.retrieval.set_embedder(HashEmbedder(ngram_weight=0.6))  # another fingerprint: no vectors of it exist yet
+    assert _found(a, "kubernetess", ranking=HYBRID) == []  # lexical only: no shared term
+    b.retrieval.set_embedder(HashEmbedder(ngram_weight=0.6))
+    b.retrieval.reindex()
+    assert _found(a, "kubernetess", k=1, ranking=HYBRID) == ["The billing service runs on Kubernetes"]
+
+
+def test_scope_vectors_grow_drop_and_skip_malformed_blobs() -> None:
+    import numpy as np
+
+    sv = ScopeVectors(seq=0, dim=2)
+    unit = [np.array(v, dtype=np.float32).tobytes() for v in ([1, 0], [0, 1], [0.6, 0.8])]
+    sv.add_many([(10, unit[0]), (11, unit[1]), (12, b"short"), (13, unit[2])])
+    ids, cos, every = sv.cosines(np.array([1.0, 0.0]))
+    assert ids.tolist() == [10, 11, 13] and np.allclose(cos, [1.0, 0.0, 0.6]) and sv.local == {10: 0, 11: 1, 13: 2}
+    sv.drop(10)
+    sv.add_many([(11, unit[0])] + [(100 + i, unit[1]) for i in range(100)])  # 11 replaced; grows past 64
+    ids, cos, every = sv.cosines(np.array([1.0, 0.0]))
+    assert 10 not in sv.local and 10 not in ids.tolist() and len(ids) == 102
+    assert float(every[sv.local[11]]) == pytest.approx(1.0) and float(every[sv.local[100]]) == pytest.approx(0.0)
+    assert sv.dead == 2 and sv.entries == sv.n * 8

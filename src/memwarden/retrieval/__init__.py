@@ -43,10 +43,11 @@ class Retrieval:
         self.service = service
         self.ranking = ranking or Ranking()
         from memwarden.retrieval.hybrid import DfCache
-        from memwarden.retrieval.postings import PostingsCache
+        from memwarden.retrieval.postings import PostingsCache, VectorCache
 
         self._df = DfCache()  # per-scope term frequencies for the plain-BM25 baseline (mode="bm25")
         self.postings = PostingsCache()  # per-scope postings the ranking reads (kept in step with the FTS rows)
+        self.vectors = VectorCache()  # per-scope vectors the hybrid ranking reads (kept in step likewise)
         indexer = service.backend.indexer
         indexer.set_key(hmac.new(key, b"memwarden.fts-terms.v1", hashlib.sha256).digest())
         self._explicit = embedder is not None or bool(os.environ.get("MEMWARDEN_EMBEDDER"))
@@ -86,8 +87,8 @@ class Retrieval:
         from memwarden.retrieval.hybrid import HybridSearch
 
         rk = ranking or self.ranking
-        found, skipped = HybridSearch(self.service, self.embedder, rk, self._df, self.postings).search(
-            ctx, query, k, kind)
+        found, skipped = HybridSearch(self.service, self.embedder, rk, self._df, self.postings,
+                                       self.vectors).search(ctx, query, k, kind)
         if rk.mode == "hybrid" and skipped:
             self._embedder_failed(ctx, "search", skipped)
         self.flush()

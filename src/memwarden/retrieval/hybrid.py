@@ -18,8 +18,7 @@ import numpy as np
 
 from memwarden.records import Kind, now_ms
 from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
-from memwarden.retrieval.index import vectors_matrix
-from memwarden.retrieval.postings import PostingsCache
+from memwarden.retrieval.postings import PostingsCache, VectorCache
 from memwarden.retrieval.ranking import Ranking
 from memwarden.retrieval.tokenize import query_terms
 from memwarden.store.sqlite import SELECT_COLS
@@ -89,12 +88,14 @@ class DfCache:
 
 class HybridSearch:
     def __init__(self, service: MemoryService, embedder: Embedder, ranking: Ranking | None = None,
-                 df_cache: DfCache | None = None, postings: PostingsCache | None = None) -> None:
+                 df_cache: DfCache | None = None, postings: PostingsCache | None = None,
+                 vectors: VectorCache | None = None) -> None:
         self.service = service
         self.embedder = embedder
         self.ranking = ranking or Ranking()
         self.df_cache = df_cache or DfCache()
         self.postings = postings or PostingsCache()
+        self.vectors = vectors or VectorCache()
 
     # --- the query ----------------------------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ class HybridSearch:
             if qterms:
                 self._lexical(conn, where, params, scope, tags, qterms, agents, cands)
             if qvec is not None:
-                self._dense(conn, where, params, qvec, cands)
+                self._dense(conn, where, params, qvec, scope, agents, cands)
             if not cands:
                 return [], skipped
             self._fuse(cands, qvec is not None)
@@ -222,17 +223,21 @@ class HybridSearch:
             c.lex = -float(row[6])
             cands[c.rowid] = c
 
-    def _dense(self, conn: sqlite3.Connection, where: str, params: list[object], qvec: np.ndarray,
-               cands: dict[int, _Cand]) -> None:
+    def _dense(self, conn: sqlite3.Connection, where: str, params: list[object], qvec: np.ndarray, scope: Scope,
+               agents: list[str], cands: dict[int, _Cand]) -> None:
+        """Cosine over the scope's vectors of this embedder, held in memory (retrieval/postings.py
+        ``VectorCache``, kept in step through ``index_log``). The best ``dense_pool`` join the candidates only
+        through the visibility filter (S3); lexical candidates (already visible) get their cosine too."""
         rk = self.ranking
-        rows = conn.execute(f"SELECT v.rowid, v.vec FROM memory_vectors v JOIN memories m ON m.rowid = v.rowid"
-                            f" WHERE v.embedder = ? AND v.vec IS NOT NULL AND {where}",
-                            (self.embedder.fingerprint, *params)).fetchall()
-        ids, mat = vectors_matrix(rows, self.embedder.dim)
+        cache = self.vectors
+        with cache.lock:
+            sv = cache.get(conn, scope, len(agents) > 1, self.embedder.fingerprint, self.embedder.dim)
+            ids, cos, every = sv.cosines(qvec)
+            local = sv.local
         if not len(ids):
             return
-        cos = mat @ qvec.astype(np.float32)
-        top = np.argsort(-cos, kind="stable")[:rk.dense_pool]
+        top = np.argpartition(-cos, rk.dense_pool)[:rk.dense_pool] if len(cos) > rk.dense_pool else np.arange(len(cos))
+        top = top[np.lexsort((ids[top], -cos[top]))]  # best first, ties by rowid
         floor = rk.dense_floor
         if floor is None:
             floor = 0.25 if isinstance(self.embedder, HashEmbedder) else 0.75
@@ -242,9 +247,9 @@ class HybridSearch:
             return
         dense = {int(ids[i]): (float(cos[i]) - base) / span for i in top if cos[i] > base}
         for rid, c in cands.items():  # lexical candidates get their cosine too
-            j = np.searchsorted(ids, rid) if len(ids) else 0
-            if j < len(ids) and ids[j] == rid:
-                c.dense = max(0.0, (float(cos[j]) - base) / span)
+            j = local.get(rid)
+            if j is not None:
+                c.dense = max(0.0, (float(every[j]) - base) / span)
         missing = [rid for rid in dense if rid not in cands]
         if missing:
             marks = ",".join("?" * len(missing))

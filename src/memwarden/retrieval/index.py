@@ -11,10 +11,7 @@ and stays findable by its terms; ``reindex`` fills the gap later.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memwarden.records import Record
 from memwarden.retrieval.embedders import Embedder, NoEmbedder, safe_embed
@@ -149,14 +146,3 @@ class Indexer:
                  for j, (rid, t, u, a, s, _c) in enumerate(chunk)])
         tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (META_TOKENIZER, TOKENIZER_VERSION))
         return {"records": len(rows), "without_vector": missing}
-
-
-def vectors_matrix(rows: Sequence[tuple[Any, ...]], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(rowids, unit vectors)`` from ``(rowid, blob)`` rows; blobs of the wrong size are skipped."""
-    size = dim * 4
-    good = [(r[0], r[1]) for r in rows if isinstance(r[1], bytes) and len(r[1]) == size]
-    if not good:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-    ids = np.fromiter((g[0] for g in good), dtype=np.int64, count=len(good))
-    mat = np.frombuffer(b"".join(g[1] for g in good), dtype=np.float32).reshape(len(good), dim)
-    return ids, mat

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import threading
 from array import array
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -200,64 +200,184 @@ class ScopePostings:
         return [(int(rowids[i]), float(scores[i])) for i in hit[order]]
 
 
-class PostingsCache:
+class _Entry(Protocol):
+    seq: int
+    entries: int  # what the entry costs against its cache's budget
+    local: dict[int, int]
+
+    @property
+    def dead(self) -> int: ...
+
+    def drop(self, rowid: int) -> None: ...
+
+
+E = TypeVar("E", bound=_Entry)
+
+
+class _LogSyncedCache(Generic[E]):
+    """Per-scope entries kept in step with the database through ``index_log`` (see the module docstring): on
+    each use, the rows changed since the entry's ``seq`` are dropped and read again under the scope filter; an
+    entry too far behind (or after a rebuilt index) is built anew. Subclasses say how to read and add rows."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._scopes: dict[tuple[str, ...], E] = {}  # insertion order = least recently used first
+        self.lock = threading.Lock()  # held by a search while it syncs and scores
+        self.builds = 0  # full builds (tests and the benchmark read it)
+
+    def _get(self, conn: sqlite3.Connection, key: tuple[str, ...], where: str, params: list[object],
+             build: Callable[[int], E]) -> E:
+        """The entry of ``key`` as of ``conn``'s read snapshot; ``build(head)`` makes a new one from scratch."""
+        head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM index_log").fetchone()[0])
+        entry = self._scopes.pop(key, None)
+        if entry is not None and entry.seq != head and not self._catch_up(conn, entry, head, where, params):
+            entry = None
+        if entry is None:
+            self.builds += 1
+            entry = build(head)
+        self._scopes[key] = entry
+        total = sum(e.entries for e in self._scopes.values())
+        for k in list(self._scopes):  # least recently used first, never the one being used
+            if total <= self.max_entries:
+                break
+            if k != key:
+                total -= self._scopes.pop(k).entries
+        return entry
+
+    def _catch_up(self, conn: sqlite3.Connection, entry: E, head: int, where: str, params: list[object]) -> bool:
+        """Bring ``entry`` to ``head``; False when a rebuild is cheaper (or required)."""
+        limit = max(2_048, len(entry.local) // 4)
+        rows = conn.execute("SELECT seq, row FROM index_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                            (entry.seq, limit + 1)).fetchall()
+        if not rows or rows[0][0] != entry.seq + 1 or len(rows) > limit or entry.dead > max(1_024, len(entry.local)):
+            return False  # pruned past us, a different database state, too much to replay, or mostly dead
+        changed = sorted({int(r[1]) for r in rows})
+        if changed[0] == REBUILT:
+            return False
+        for rowid in changed:
+            entry.drop(rowid)
+        for i in range(0, len(changed), CHUNK):
+            self._add_rows(conn, entry, changed[i:i + CHUNK], where, params)
+        entry.seq = head
+        return True
+
+    def _add_rows(self, conn: sqlite3.Connection, entry: E, rowids: list[int], where: str, params: list[object]
+                  ) -> None:
+        raise NotImplementedError
+
+
+class PostingsCache(_LogSyncedCache[ScopePostings]):
     """Per-service cache of :class:`ScopePostings`, keyed by the scope searched (with or without the user's
     shared records)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self.max_entries = max_entries
-        self._scopes: dict[tuple[str, ...], ScopePostings] = {}  # insertion order = least recently used first
-        self.lock = threading.Lock()  # held by a search while it syncs and scores
-        self.builds = 0  # full builds (tests and the benchmark read it)
+        super().__init__(max_entries)
 
     def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool) -> ScopePostings:
         """The scope's postings as of ``conn``'s read snapshot (call inside one, holding :attr:`lock`). The scope
         is a parameter of every query that reads rows for them (S3): ``scope_clause``, as for any read."""
         where, params = scope_clause(scope, read_shared)
-        key = (where, *map(str, params))
-        head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM index_log").fetchone()[0])
-        sp = self._scopes.pop(key, None)
-        if sp is not None and sp.seq != head:
-            sp = self._catch_up(conn, sp, head, where, params)
-        if sp is None:
-            sp = self._build(conn, head, where, params)
-        self._scopes[key] = sp
-        self._evict(keep=key)
-        return sp
 
-    def _build(self, conn: sqlite3.Connection, head: int, where: str, params: list[object]) -> ScopePostings:
-        self.builds += 1
-        rows = conn.execute(f"SELECT f.rowid, f.content FROM memories m JOIN memories_fts f ON f.rowid = m.rowid"
-                            f" WHERE {where}", params).fetchall()
-        return ScopePostings.build(head, [(int(r), str(c)) for r, c in rows])
+        def build(head: int) -> ScopePostings:
+            rows = conn.execute(f"SELECT f.rowid, f.content FROM memories m JOIN memories_fts f ON f.rowid = m.rowid"
+                                f" WHERE {where}", params).fetchall()
+            return ScopePostings.build(head, [(int(r), str(c)) for r, c in rows])
 
-    def _catch_up(self, conn: sqlite3.Connection, sp: ScopePostings, head: int, where: str, params: list[object]
-                  ) -> ScopePostings | None:
-        """``sp`` brought to ``head``, or None when a rebuild is cheaper (or required)."""
-        limit = max(2_048, len(sp.local) // 4)
-        rows = conn.execute("SELECT seq, row FROM index_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                            (sp.seq, limit + 1)).fetchall()
-        if not rows or rows[0][0] != sp.seq + 1 or len(rows) > limit or sp.dead > max(1_024, len(sp.local)):
-            return None  # pruned past us, a different database state, too much to replay, or mostly dead
-        changed = sorted({int(r[1]) for r in rows})
-        if changed and changed[0] == REBUILT:
-            return None
-        for rowid in changed:
-            sp.drop(rowid)
-        for i in range(0, len(changed), CHUNK):
-            part = changed[i:i + CHUNK]
-            for rowid, content in conn.execute(
-                    "SELECT f.rowid, f.content FROM memories m NOT INDEXED JOIN memories_fts f ON f.rowid = m.rowid"
-                    f" WHERE m.rowid IN ({','.join('?' * len(part))}) AND {where} ORDER BY m.rowid",
-                    (*part, *params)):
-                sp.add(int(rowid), str(content))
-        sp.seq = head
-        return sp
+        return self._get(conn, (where, *map(str, params)), where, params, build)
 
-    def _evict(self, keep: tuple[str, ...]) -> None:
-        total = sum(sp.entries for sp in self._scopes.values())
-        for key in list(self._scopes):
-            if total <= self.max_entries:
-                break
-            if key != keep:
-                total -= self._scopes.pop(key).entries
+    def _add_rows(self, conn: sqlite3.Connection, entry: ScopePostings, rowids: list[int], where: str,
+                  params: list[object]) -> None:
+        for rowid, content in conn.execute(
+                "SELECT f.rowid, f.content FROM memories m NOT INDEXED JOIN memories_fts f ON f.rowid = m.rowid"
+                f" WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where} ORDER BY m.rowid",
+                (*rowids, *params)):
+            entry.add(int(rowid), str(content))
+
+
+class ScopeVectors:
+    """One scope's vectors of one embedder: a growable float32 matrix, its rowids, and which rows are alive."""
+
+    __slots__ = ("_ids", "alive", "dim", "entries", "local", "mat", "n", "rowids", "seq")
+
+    def __init__(self, seq: int, dim: int) -> None:
+        self.seq = seq
+        self.dim = dim
+        self.mat = np.zeros((0, dim), dtype=np.float32)
+        self.alive = np.zeros(0, dtype=np.bool_)
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.local: dict[int, int] = {}  # rowid -> row of ``mat`` (alive rows only)
+        self.n = 0  # rows of ``mat`` in use
+        self.entries = 0  # bytes of vectors held
+        self._ids: np.ndarray | None = None  # rowids of the alive rows, in row order
+
+    @property
+    def dead(self) -> int:
+        return self.n - len(self.local)
+
+    def add_many(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        size = self.dim * 4
+        good = [(int(r), v) for r, v in rows if isinstance(v, bytes) and len(v) == size]  # others: no vector
+        for rowid, _ in good:
+            self.drop(rowid)
+        need = self.n + len(good)
+        if need > len(self.mat):  # grow by doubling
+            cap = max(need, 2 * len(self.mat), 64)
+            self.mat = np.concatenate([self.mat[:self.n], np.zeros((cap - self.n, self.dim), dtype=np.float32)])
+            self.alive = np.concatenate([self.alive[:self.n], np.zeros(cap - self.n, dtype=np.bool_)])
+            self.rowids = np.concatenate([self.rowids[:self.n], np.zeros(cap - self.n, dtype=np.int64)])
+        if good:
+            block = np.frombuffer(b"".join(v for _, v in good), dtype=np.float32).reshape(len(good), self.dim)
+            self.mat[self.n:need] = block
+            self.alive[self.n:need] = True
+            self.rowids[self.n:need] = [r for r, _ in good]
+            for i, (rowid, _) in enumerate(good):
+                self.local[rowid] = self.n + i
+            self.n = need
+            self.entries = self.n * size
+            self._ids = None
+
+    def drop(self, rowid: int) -> None:
+        i = self.local.pop(rowid, None)
+        if i is not None:
+            self.alive[i] = False
+            self._ids = None
+
+    def cosines(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rowids, cosines)`` of the alive vectors with ``q`` (unit vectors: dot products), and the cosine of
+        every row of the matrix (``local[rowid]`` indexes it)."""
+        every = self.mat[:self.n] @ q.astype(np.float32)
+        alive = self.alive[:self.n]
+        if self._ids is None:
+            self._ids = self.rowids[:self.n][alive]
+        return self._ids, every[alive], every
+
+
+MAX_VECTOR_BYTES = 256 << 20  # vectors held over all scopes (d = 128: ~500k records)
+
+
+class VectorCache(_LogSyncedCache[ScopeVectors]):
+    """Per-service cache of :class:`ScopeVectors`, keyed by the scope searched and the embedder's fingerprint.
+    Vectors change exactly where FTS rows do (``Indexer.add/update/remove/rebuild``), so ``index_log`` keeps
+    these in step too."""
+
+    def __init__(self, max_entries: int = MAX_VECTOR_BYTES) -> None:
+        super().__init__(max_entries)
+
+    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, fingerprint: str, dim: int
+            ) -> ScopeVectors:
+        """As :meth:`PostingsCache.get`, for the vectors of ``fingerprint`` (the scope filter is on the vector
+        rows' own scope columns)."""
+        where, params = scope_clause(scope, read_shared, alias="v")
+        where, params = f"v.embedder = ? AND {where}", [fingerprint, *params]
+
+        def build(head: int) -> ScopeVectors:
+            sv = ScopeVectors(head, dim)
+            sv.add_many(conn.execute(f"SELECT v.rowid, v.vec FROM memory_vectors v WHERE {where}", params).fetchall())
+            return sv
+
+        return self._get(conn, (str(dim), where, *map(str, params)), where, params, build)
+
+    def _add_rows(self, conn: sqlite3.Connection, entry: ScopeVectors, rowids: list[int], where: str,
+                  params: list[object]) -> None:
+        entry.add_many(conn.execute(f"SELECT v.rowid, v.vec FROM memory_vectors v WHERE v.rowid IN"
+                                    f" ({','.join('?' * len(rowids))}) AND {where}", (*rowids, *params)).fetchall())
