@@ -293,3 +293,44 @@ def test_scope_vectors_grow_drop_and_skip_malformed_blobs() -> None:
     assert 10 not in sv.local and 10 not in ids.tolist() and len(ids) == 102
     assert float(every[sv.local[11]]) == pytest.approx(1.0) and float(every[sv.local[100]]) == pytest.approx(0.0)
     assert sv.dead == 2 and sv.entries == sv.n * 8
+
+
+def test_q1_concurrent_searches_and_writes_keep_postings_and_vectors_consistent(
+        two_hybrid: tuple[MemoryService, MemoryService], db_path: Path) -> None:
+    import threading
+
+    a, b = two_hybrid
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def searcher() -> None:
+        try:
+            while not done.is_set():
+                for r in a.retrieval.search(_ctx(), "billing kubernetess deploy", 10, ranking=HYBRID):
+                    assert r.provenance.tenant == SCOPE.tenant and r.status == "active"
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def writer(store: MemoryService, tag: str) -> None:
+        try:
+            ids = [_write(store, f"The billing deploy number {i} of {tag} runs on kubernetess") for i in range(60)]
+            for mid in ids[::3]:
+                store.remove(_ctx(), mid)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    writers = [threading.Thread(target=writer, args=(a, "a")), threading.Thread(target=writer, args=(b, "b"))]
+    for t in threads + writers:
+        t.start()
+    for t in writers:
+        t.join(60)
+    done.set()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    queries = ["billing deploy", "kubernetess", "number 7 of b", "deploy 12 a"]
+    got = [_found(a, q, ranking=HYBRID) for q in queries]
+    with memwarden.open(db_path) as fresh:
+        fresh.retrieval.set_embedder(HashEmbedder())
+        assert [_found(fresh, q, ranking=HYBRID) for q in queries] == got

@@ -233,7 +233,8 @@ class HybridSearch:
         with cache.lock:
             sv = cache.get(conn, scope, len(agents) > 1, self.embedder.fingerprint, self.embedder.dim)
             ids, cos, every = sv.cosines(qvec)
-            local = sv.local
+            # the lexical candidates' cosines, while no other search can change ``sv.local``
+            lex_cos = {rid: float(every[j]) for rid in cands if (j := sv.local.get(rid)) is not None}
         if not len(ids):
             return
         top = np.argpartition(-cos, rk.dense_pool)[:rk.dense_pool] if len(cos) > rk.dense_pool else np.arange(len(cos))
@@ -246,10 +247,8 @@ class HybridSearch:
         if span <= 1e-9:
             return
         dense = {int(ids[i]): (float(cos[i]) - base) / span for i in top if cos[i] > base}
-        for rid, c in cands.items():  # lexical candidates get their cosine too
-            j = local.get(rid)
-            if j is not None:
-                c.dense = max(0.0, (float(every[j]) - base) / span)
+        for rid, v in lex_cos.items():  # lexical candidates get their cosine too
+            cands[rid].dense = max(0.0, (v - base) / span)
         missing = [rid for rid in dense if rid not in cands]
         if missing:
             marks = ",".join("?" * len(missing))
