@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,9 @@ from conftest import held_write
 from memwarden import audit, doctor
 from memwarden.events import Event
 from memwarden.service import MemoryService
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
-
-
-def _sql(db_path: Path, *statements: tuple[str, Sequence[object]]) -> None:
-    conn = sqlite3.connect(db_path)
-    try:
-        for sql, params in statements:
-            conn.execute(sql, params)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 def _normal_use(store: MemoryService) -> dict[str, str]:
@@ -97,7 +87,7 @@ def test_a1_edited_audit_row_fails_verify(store: MemoryService, db_path: Path, c
                                           ) -> None:
     _normal_use(store)
     middle = _seqs(store)[len(_seqs(store)) // 2]
-    _sql(db_path, ("DROP TRIGGER audit_no_update", ()),
+    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
          (f"UPDATE audit SET {column} = ? WHERE seq = ?", (value, middle)))
     problems = audit.verify(store.backend, store.signer)
     assert problems and {p.seq for p in problems} <= {middle, middle + 1}
@@ -108,7 +98,7 @@ def test_a1_edited_tombstone_hash_fails_verify(store: MemoryService, db_path: Pa
     ids = _normal_use(store)
     seq = store.backend.conn.execute("SELECT seq FROM audit WHERE event = 'removed' AND memory_id = ?",
                                      (ids["c"],)).fetchone()[0]
-    _sql(db_path, ("DROP TRIGGER audit_no_update", ()),
+    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
          ("UPDATE audit SET details = json_set(details, '$.content_hash', ?) WHERE seq = ?", ("0" * 64, seq)))
     assert [p.seq for p in audit.verify(store.backend, store.signer)] == [seq]
 
@@ -118,7 +108,7 @@ def test_a1_deleted_audit_row_fails_verify(store: MemoryService, db_path: Path, 
     _normal_use(store)
     seqs = _seqs(store)
     seq = {"first": seqs[0], "middle": seqs[len(seqs) // 2], "second_to_last": seqs[-2]}[which]
-    _sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq = ?", (seq,)))
+    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq = ?", (seq,)))
     problems = audit.verify(store.backend, store.signer)
     assert problems and problems[0].seq == seq + 1
     assert any(f.check == "audit" for f in doctor.run(store))
@@ -127,7 +117,7 @@ def test_a1_deleted_audit_row_fails_verify(store: MemoryService, db_path: Path, 
 def test_a1_deleted_run_of_rows_fails_verify(store: MemoryService, db_path: Path) -> None:
     _normal_use(store)
     seqs = _seqs(store)
-    _sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
+    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
          ("DELETE FROM audit WHERE seq BETWEEN ? AND ?", (seqs[2], seqs[6])))
     assert audit.verify(store.backend, store.signer)
 
@@ -135,7 +125,7 @@ def test_a1_deleted_run_of_rows_fails_verify(store: MemoryService, db_path: Path
 def test_a1_truncated_tail_of_the_audit_log_fails_verify(store: MemoryService, db_path: Path) -> None:
     _normal_use(store)
     last = _seqs(store)[-1]
-    _sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq >= ?", (last - 2,)))
+    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq >= ?", (last - 2,)))
     assert audit.verify(store.backend, store.signer)
 
 
@@ -143,7 +133,7 @@ def test_a1_reordered_audit_rows_fail_verify(store: MemoryService, db_path: Path
     _normal_use(store)
     seqs = _seqs(store)
     x, y = seqs[3], seqs[4]
-    _sql(db_path, ("DROP TRIGGER audit_no_update", ()),
+    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
          ("UPDATE audit SET seq = -1 WHERE seq = ?", (x,)),
          ("UPDATE audit SET seq = ? WHERE seq = ?", (x, y)),
          ("UPDATE audit SET seq = ? WHERE seq = -1", (y,)))
@@ -157,7 +147,7 @@ def test_a1_forged_audit_row_fails_verify(store: MemoryService, db_path: Path) -
     seq, prev = store.backend.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     details = '{"approver":"operator:alice"}'
     forged = hashlib.sha256((prev + details).encode()).hexdigest()  # the attacker has no key
-    _sql(db_path, ("INSERT INTO audit (seq, ts, event, actor, details, prev_hash, hash)"
+    raw_sql(db_path, ("INSERT INTO audit (seq, ts, event, actor, details, prev_hash, hash)"
                    " VALUES (?, 1, 'promoted', 'operator:alice', ?, ?, ?)", (seq + 1, details, prev, forged)))
     assert {p.seq for p in audit.verify(store.backend, store.signer)} == {seq + 1}
 
@@ -237,7 +227,7 @@ def test_a2_hiding_a_read_from_the_blast_radius_breaks_the_chain(store: MemorySe
     with store.session(SCOPE) as s:
         s.view(mid)
     assert mid and len(list(audit.reads_of(store.backend, mid))) == 2  # injected into the 2nd session + viewed
-    _sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
+    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
          ("DELETE FROM audit WHERE event = 'read' AND details LIKE ?", (f"%{mid}%",)))
     assert len(list(audit.reads_of(store.backend, mid))) == 1
     assert audit.verify(store.backend, store.signer)

@@ -22,6 +22,7 @@ from memwarden.cli import app, printable
 from memwarden.ids import new_id
 from memwarden.records import now_ms
 from memwarden.service import Context, MemoryService
+from raw_sql import raw_sql
 
 ID = ["--tenant", "acme", "--user", "u-42", "--agent", "support"]
 DAY_MS = 86_400_000
@@ -91,9 +92,7 @@ def _save(cli: Cli, text: str, *extra: str) -> str:
 
 
 def _raw_sql(db: Path, sql: str, *params: object) -> None:
-    with sqlite3.connect(db) as raw:
-        raw.execute(sql, params)
-    raw.close()
+    raw_sql(db, (sql, params))
 
 
 # --- help and global behaviour ------------------------------------------------------------------------------

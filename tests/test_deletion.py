@@ -19,6 +19,7 @@ from memwarden.events import Event
 from memwarden.prompt_block import parse_blocks
 from memwarden.records import content_hash, now_ms
 from memwarden.service import Context, MemoryService
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 DAY_MS = 86_400_000
@@ -316,10 +317,7 @@ def test_d3_derived_record_removed_even_if_its_link_row_was_deleted(store: Memor
         src = _save(s, "User's address is 12 Wrenfield Road")
         ctx = Context(SCOPE, session_id=s.id, source_type="consolidation")
         derived = store.write(ctx, "Lives on Wrenfield Road", derived_from=[src]).id
-    conn = sqlite3.connect(db_path)
-    conn.execute("DELETE FROM memory_links WHERE source_id = ?", (src,))
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, ("DELETE FROM memory_links WHERE source_id = ?", (src,)))
     with store.session(SCOPE) as s:
         assert set(s.remove(src)) == {src, derived}
     assert _tables_holding(db_path, "Wrenfield") == {}

@@ -4,7 +4,6 @@ served; and T4/T5: extraction only from trusted sessions, procedures only truste
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from memwarden.extract import DeterministicLLM, Extractor
 from memwarden.policy import DEFAULT_LIMITS, KindLimits
 from memwarden.service import Context, MemoryService
 from memwarden.transfer import import_jsonl
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
@@ -55,10 +55,7 @@ def test_t6_session_started_by_another_store_object_is_known(store: MemoryServic
 def test_t6_index_error_refuses_instead_of_serving(store: MemoryService, db_path: Path) -> None:
     with store.session(SCOPE) as s:
         s.save("User's favourite editor is Helix")
-    conn = sqlite3.connect(db_path)
-    conn.execute("DROP TABLE memories_fts")
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, "DROP TABLE memories_fts")
     with store.session(SCOPE) as s:
         out = s.call_tool("memory_search", {"query": "editor"})
         assert "error" in out and "results" not in out
@@ -67,10 +64,7 @@ def test_t6_index_error_refuses_instead_of_serving(store: MemoryService, db_path
 def test_t6_signature_failure_is_refused_and_reported(store: MemoryService, db_path: Path) -> None:
     with store.session(SCOPE) as s:
         mid = s.save("User's locker is number 12").id or ""
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE memories SET content = 'User''s locker is number 13' WHERE id = ?", (mid,))
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, ("UPDATE memories SET content = 'User''s locker is number 13' WHERE id = ?", (mid,)))
     with store.session(SCOPE) as s:
         assert s.search("locker") == []
         with pytest.raises(IntegrityError):

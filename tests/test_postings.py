@@ -4,7 +4,6 @@ process would be the same), reindex, a pruned change log — and never serve wha
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from memwarden.records import now_ms
 from memwarden.retrieval import HashEmbedder, Ranking
 from memwarden.retrieval.postings import ScopePostings, ScopeVectors
 from memwarden.service import Context, MemoryService
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")
 OTHER = memwarden.Scope("acme", "u-2", "support")
@@ -87,10 +87,8 @@ def test_q1_pruned_change_log_rebuilds_the_postings(two: tuple[MemoryService, Me
     gone = _write(b, "The billing dashboard moved to Grafana")
     b.remove(_ctx(), gone)
     _write(b, "The billing team meets on Mondays")
-    conn = sqlite3.connect(db_path)  # as the log's prune trigger would once it grew: drop what `a` has not read
-    conn.execute("DELETE FROM index_log WHERE seq < (SELECT max(seq) FROM index_log)")
-    conn.commit()
-    conn.close()
+    # as the log's prune trigger would once it grew: drop what `a` has not read
+    raw_sql(db_path, "DELETE FROM index_log WHERE seq < (SELECT max(seq) FROM index_log)")
     builds = a.retrieval.postings.builds
     assert set(_found(a, "billing")) == {"The billing service runs on Kubernetes", "The billing team meets on Mondays"}
     assert a.retrieval.postings.builds == builds + 1

@@ -20,6 +20,7 @@ from memwarden.retrieval.embedders import EmbedderError
 from memwarden.retrieval.tokenize import terms
 from memwarden.service import Context, MemoryService
 from memwarden.store.schema import SCHEMA_VERSION
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")
 OTHER_AGENT = memwarden.Scope("acme", "u-1", "sales")
@@ -297,16 +298,14 @@ def test_fts_index_holds_no_plaintext_terms(store: MemoryService, db_path: Path)
 def test_schema1_database_is_migrated_on_open(db_path: Path) -> None:
     with memwarden.open(db_path) as store:
         mid = _write(store, SCOPE, "The kestrelwing migration finished")
-    conn = sqlite3.connect(db_path)  # turn it into a schema-1 file: porter FTS over raw text, no tokenizer mark
-    conn.execute("DROP TABLE memories_fts_vocab")
-    conn.execute("DROP TABLE memories_fts")
-    conn.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize = 'porter unicode61')")
-    conn.execute("INSERT INTO memories_fts (rowid, content) SELECT rowid, content FROM memories")
-    conn.execute("DROP TABLE memory_dupkeys")  # schemas 1 and 2 had no near-duplicate key table
-    conn.execute("DELETE FROM meta WHERE key IN ('fts_tokenizer', 'schema_version')")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.commit()
-    conn.close()
+    raw_sql(db_path,  # turn it into a schema-1 file: porter FTS over raw text, no tokenizer mark
+            "DROP TABLE memories_fts_vocab",
+            "DROP TABLE memories_fts",
+            "CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize = 'porter unicode61')",
+            "INSERT INTO memories_fts (rowid, content) SELECT rowid, content FROM memories",
+            "DROP TABLE memory_dupkeys",  # schemas 1 and 2 had no near-duplicate key table
+            "DELETE FROM meta WHERE key IN ('fts_tokenizer', 'schema_version')",
+            "INSERT INTO meta VALUES ('schema_version', '1')")
     with memwarden.open(db_path) as store:
         assert [r.id for r in store.search(_ctx(SCOPE), "kestrelwing migrations")] == [mid]
         assert store.backend.query("SELECT value FROM meta WHERE key = 'schema_version'") == [
@@ -339,12 +338,9 @@ def test_q2_tokenizer_upgrade_on_open_keeps_the_vectors(db_path: Path, monkeypat
         before = store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors")
     assert len(before) == 1 and before[0][2] is not None
     marker = np.eye(1, HashEmbedder().dim, 3, dtype=np.float32)[0].tobytes()  # a unit vector the embedder would
-    conn = sqlite3.connect(db_path)  # not produce; and an index written by an older tokenizer
-    conn.execute("UPDATE memory_vectors SET vec = ?", (marker,))
-    conn.execute("UPDATE meta SET value = 'mw-terms-0' WHERE key = 'fts_tokenizer'")
-    conn.execute("DELETE FROM memories_fts")
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, ("UPDATE memory_vectors SET vec = ?", (marker,)),  # not produce; and an index written
+            "UPDATE meta SET value = 'mw-terms-0' WHERE key = 'fts_tokenizer'",  # by an older tokenizer
+            "DELETE FROM memories_fts")
     with memwarden.open(db_path) as store:
         assert store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors") == [
             (before[0][0], before[0][1], marker)]  # not recomputed

@@ -17,6 +17,7 @@ from memwarden.cli import app
 from memwarden.errors import Forbidden, InvalidInput, NotFound
 from memwarden.prompt_block import parse_blocks
 from memwarden.service import MemoryService
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
@@ -70,10 +71,7 @@ def test_t3_revoked_token_is_refused(store: MemoryService) -> None:
 
 def test_t3_token_row_edited_around_the_api_is_refused(store: MemoryService, db_path: Path) -> None:
     token, who = _agent(store)
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE tokens SET role = 'operator', agent = NULL WHERE id = ?", (who.token_id,))
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, ("UPDATE tokens SET role = 'operator', agent = NULL WHERE id = ?", (who.token_id,)))
     with pytest.raises(auth.AuthError, match="fails verification"):
         auth.authenticate(store, token)
 

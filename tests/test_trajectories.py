@@ -3,7 +3,6 @@ fails if the attacker's text ever reaches a later session as trusted context, or
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from memwarden import audit, review
 from memwarden.auth import create_token
 from memwarden.errors import Forbidden, HeldForReview, IntegrityError, InvalidInput
 from memwarden.service import MemoryService
+from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
@@ -137,10 +137,7 @@ def test_t3_trajectory_e_agent_tries_to_promote_its_own_memory_everywhere(store:
     with pytest.raises(Forbidden):
         review.promote(store, agent, mid)
     # 4. editing the store around the API
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE memories SET status = 'active', approval = 'operator:root' WHERE id = ?", (mid,))
-    conn.commit()
-    conn.close()
+    raw_sql(db_path, ("UPDATE memories SET status = 'active', approval = 'operator:root' WHERE id = ?", (mid,)))
     with store.session(SCOPE) as s:
         assert s.search("backup target") == []
         with pytest.raises(IntegrityError):
