@@ -26,8 +26,8 @@ def _stored(store: MemoryService, text: str) -> int:
 def test_g1_library_save_runs_the_content_rules(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
         r = s.save(POISON, kind="fact")
-    assert r.status == "rejected" and "directive.future_behaviour" in r.verdict.rules
-    assert "User prefers" in r.message  # the agent is told how to restate it
+    assert r.status == "rejected" and "directive.override" in r.verdict.rules
+    assert "override the assistant's instructions" in r.message  # the agent is told why
     assert _stored(store, POISON) == 0
 
 
@@ -43,7 +43,7 @@ def test_g1_library_update_runs_the_content_rules(store: MemoryService, scope: m
 def test_g1_tool_dispatcher_runs_the_content_rules(store: MemoryService, scope: memwarden.Scope) -> None:
     with store.session(scope) as s:
         out = s.call_tool("memory_save", {"content": POISON})
-        assert out["status"] == "rejected" and "directive.future_behaviour" in out["rules"]
+        assert out["status"] == "rejected" and "directive.override" in out["rules"]
         saved = s.call_tool("memory_save", {"content": "User prefers tea", "kind": "preference"})
         upd = s.call_tool("memory_update", {"id": saved["id"], "content": POISON, "expected_version": 1})
         assert upd["status"] == "rejected"

@@ -1,10 +1,13 @@
 """The write gate (G1–G7): every path that persists content runs ``Gate.check`` first.
 
 A gate runs the record-level checks (:mod:`.record_rules`), then — on a well-formed record — the built-in content
-rules (:mod:`.content`: normalisation, rule families, secrets, encoded payloads, session references, confidence),
-then any scanners an operator added. The verdict is the strictest action among the hits (``reject`` > ``review``
-> ``accept``); operator scanners can only add hits, so they can only make verdicts stricter. A ``strip`` hit
-(a session-scoped reference, G4) does not block the write: its span is removed from the content that is stored.
+rules (:mod:`.content`: normalisation and de-obfuscation, rule families, secrets, encoded payloads, the multilingual
+lexicon, the learned layer, session references, confidence), then any scanners an operator added. What a
+built-in hit does depends on the candidate's (kind, source) row in :mod:`.tiers` (G8): ``reject``, ``review``
+(G6: stored, never replayed) or ``accept`` (kept in :attr:`Verdict.notes`, not blocking). The verdict is the
+strictest action among the remaining hits (``reject`` > ``review`` > ``accept``); operator scanners can only add
+hits, so they can only make verdicts stricter. A ``strip`` hit (a session-scoped reference, G4) does not block
+the write: its span is removed from the content that is stored.
 """
 
 from __future__ import annotations
@@ -38,10 +41,12 @@ class RuleHit:
     action: str  # review | reject | strip
     message: str  # why, safe to show to the agent (never echoes secrets)
     span: tuple[int, int] | None = None  # character span in the content
+    category: str = "acts"  # what the matched text would do (gate/tiers.py): acts | directs | style | learned
+    firm: bool = True  # an explicit rule matched (False: only a heuristic did; G6 holds such calls for review)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "action": self.action, "message": self.message,
-                "span": list(self.span) if self.span else None}
+                "span": list(self.span) if self.span else None, "category": self.category, "firm": self.firm}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,14 @@ class Verdict:
     content: str | None = None  # what to store when the gate rewrote the candidate (G4 strip); None = as given
     redacted: str | None = None  # the candidate with secrets masked, for logs (never log the raw secret)
     rules_version: str = ""
+    tier: str = ""  # the (kind, source) row that judged it (gate/tiers.py)
+    notes: tuple[RuleHit, ...] = ()  # hits this tier does not block on (e.g. a request recorded in an episode)
+
+    @property
+    def certainty(self) -> str:
+        """``certain`` for an accept without hits and for a reject; ``ambiguous`` for a review (G6: the gate
+        could not call it with confidence, so it is held for an operator instead of being lost)."""
+        return "ambiguous" if self.verdict == REVIEW else "certain"
 
     @property
     def rules(self) -> list[str]:
@@ -63,12 +76,16 @@ class Verdict:
 
     def reason(self) -> str:
         blocking = [h for h in self.hits if h.action != STRIP] or list(self.hits)
-        return "; ".join(f"{h.rule}: {h.message}" for h in blocking) or "accepted"
+        text = "; ".join(f"{h.rule}: {h.message}" for h in blocking) or "accepted"
+        if self.verdict == REVIEW:
+            text = f"the gate could not call it with confidence ({text})"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "kind": self.kind, "rules": self.rules,
-                "spans": [h.span and list(h.span) for h in self.hits],
-                "hits": [h.to_dict() for h in self.hits], "rules_version": self.rules_version}
+        return {"verdict": self.verdict, "certainty": self.certainty, "kind": self.kind, "tier": self.tier,
+                "rules": self.rules, "spans": [h.span and list(h.span) for h in self.hits],
+                "hits": [h.to_dict() for h in self.hits], "notes": [h.to_dict() for h in self.notes],
+                "rules_version": self.rules_version}
 
 
 Scanner = Callable[[Candidate, Policy], Iterable[RuleHit]]
@@ -87,11 +104,13 @@ class Gate:
 
     def check(self, candidate: Candidate) -> Verdict:
         SCANNER, record_hits, RULES_VERSION = _content()
+        from memwarden.gate.tiers import tier_for
 
+        tier = tier_for(candidate.kind, candidate.source)
         hits: list[RuleHit] = record_hits(candidate, self.policy)
         if hits:  # malformed record: content rules need a well-formed string
-            return Verdict(REJECT, "rejectable", tuple(hits), rules_version=RULES_VERSION)
-        analysis = SCANNER.analyze(candidate, self.policy)
+            return Verdict(REJECT, "rejectable", tuple(hits), rules_version=RULES_VERSION, tier=tier.name)
+        analysis = SCANNER.analyze(candidate, self.policy, tier)
         hits += analysis.hits
         for scan in self._scanners:
             hits.extend(_run_scanner(scan, candidate, self.policy))
@@ -107,7 +126,8 @@ class Gate:
         refs = [SessionRef(h.rule.removeprefix("session_ref."), h.span) for h in hits if h.action == STRIP and h.span]
         content = strip(text, refs) if refs and verdict != REJECT else None
         kind = "rejectable" if verdict == REJECT else analysis.kind
-        return Verdict(verdict, kind, tuple(hits), content, redacted, RULES_VERSION)
+        return Verdict(verdict, kind, tuple(hits), content, redacted, RULES_VERSION, tier.name,
+                       tuple(analysis.notes))
 
 
 def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[RuleHit]:

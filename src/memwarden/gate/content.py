@@ -1,23 +1,29 @@
-"""The content scanner of the write gate (G2–G5): normalise once, then run the rule families on it.
+"""The content scanner of the write gate (G2–G5, G8, G9): normalise once, then run the rule layers on it.
 
 Order: Unicode findings from normalisation (invisible, bidi, tag, variation-selector runs, homoglyphs) →
 secrets (on the original text: key formats are case-sensitive) → the rule families of :mod:`.rules` (only those
-whose trigger words occur) → encoded payloads (base64/hex/rot13 decoded and scanned again, bounded) →
-session-scoped references (stripped, or the candidate dropped when that is all it is) → the confidence threshold
-for model-extracted candidates (G5). Everything is compiled once, at import.
+whose trigger words occur), on the normalised text and on its de-obfuscated view (:mod:`.deobfuscate`) → the
+standing-instruction heuristic, with preference-shaped clauses judged on what they ask the assistant to do →
+request-shaped text (a task or question for the assistant, not a statement) → the multilingual lexicon
+(:mod:`.lexicon`) → encoded payloads (:mod:`.encodings`: decoded and scanned again, bounded) → the learned layer
+(:mod:`.learned`) → session-scoped references (stripped, or the candidate dropped when that is all it is) → the
+confidence threshold for model-extracted candidates (G5).
+
+Each hit carries a category (acts / directs / style / learned) and a firmness; the candidate's (kind, source)
+row of :mod:`.tiers` turns that into reject, review or accept. Layers whose every outcome the row accepts are
+not run (an episode never pays for the request-shape check or the learned layer).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import codecs
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memwarden.gate import REJECT, Candidate, RuleHit
 from memwarden.gate.classify import classify
+from memwarden.gate.deobfuscate import deobfuscate
+from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, shifted_texts
 from memwarden.gate.normalize import Normalized, normalize
 from memwarden.gate.prefilter import RuleMatcher
 from memwarden.gate.rules import (
@@ -39,21 +45,15 @@ from memwarden.gate.rules import (
 )
 from memwarden.gate.secrets import find_secrets, secret_rule_hits
 from memwarden.gate.session_refs import find_session_refs, only_references
+from memwarden.gate.tiers import ACCEPT, ACTS, DESCRIPTIVE, DIRECTS, STYLE, Tier
 from memwarden.policy import Policy
 
 STRIP = "strip"  # a hit whose span is removed from the stored content (G4); does not block the write
 _TOKEN = re.compile(r"\w+")
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9_]+")  # \w on ASCII text
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_B64 = re.compile(r"(?<![\w+/-])(?:[A-Za-z0-9+/]{4}){4,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{1,3})?"
-                  r"(?![\w+/=-])|(?<![\w+/-])[A-Za-z0-9_-]{22,}={0,2}(?![\w+/=-])")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])|(?:\\x[0-9A-Fa-f]{2}){8,}|"
-                  r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]){11,}[0-9A-Fa-f]{2}(?![0-9A-Fa-f])")
 _DECODE_AND_FOLLOW = re.compile(DECODE_AND_FOLLOW)
-_DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 rot13 unhex translate".split())
-_BLOB_GATE = re.compile(r"[A-Za-z0-9+/_-]{16}|\\x[0-9A-Fa-f]{2}")
-MAX_DECODE_DEPTH = 2
-MAX_DECODED_CHARS = 8192
+_DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 base32 base85 rot13 unhex translate reverse".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +87,13 @@ _ASCII_NEEDLES = tuple(nd for nd in _NEEDLES if nd.isascii())
 
 @dataclass(slots=True)
 class Analysis:
-    """What the content scanner found: hits (original spans), the G2 class, and the normalised text."""
+    """What the content scanner found: blocking hits (original spans), the G2 class, the normalised text, and
+    the hits the candidate's tier accepts (notes)."""
 
     hits: list[RuleHit] = field(default_factory=list)
     kind: str = "fact"
     normalized: Normalized | None = None
+    notes: list[RuleHit] = field(default_factory=list)
 
 
 def _words(text: str) -> list[str]:
@@ -109,7 +111,9 @@ def _tokens(n: Normalized) -> set[str]:
 
 
 def _rule_hits(n: Normalized, tokens: set[str] | None = None,
-               compiled: tuple[_Compiled, ...] | None = None) -> list[RuleHit]:
+               compiled: tuple[_Compiled, ...] | None = None, *, deep: bool = False) -> list[RuleHit]:
+    """Hits of the rule families on one view of the candidate. ``deep``: the view is the de-obfuscated one,
+    whose offsets do not map back, so a hit covers the whole candidate."""
     compiled = _RULES if compiled is None else compiled
     hits: list[RuleHit] = []
     latin, text = n.skeleton, n.text
@@ -123,11 +127,14 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
             active.update(_BY_NEEDLE[nd])
     if not ascii_only and _CJK.search(text):
         active.update(_CJK_RULES)
-    done: set[str] = set()
+    done: set[tuple[str, str, bool]] = set()
     for i in sorted(active):
-        c = compiled[i]
+        c = _RULES[i]
+        if compiled is not _RULES and c not in compiled:
+            continue
         rule = c.rule
-        if rule.id in done:
+        key = (rule.id, rule.category, rule.firm)
+        if key in done:
             continue
         target = latin if rule.script == "latin" else text
         m = c.matcher.search(target, tokens)
@@ -138,9 +145,14 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
             in_skeleton = rule.script == "latin"
         if m is None:
             continue
-        done.add(rule.id)
-        hits.append(RuleHit(rule.id, rule.action, rule.message,
-                            n.original_span(m.start(), m.end(), in_skeleton=in_skeleton)))
+        done.add(key)
+        if deep:
+            span = (0, len(n.original))
+            message = rule.message + " (read after undoing its disguise)"
+        else:
+            span = n.original_span(m.start(), m.end(), in_skeleton=in_skeleton)
+            message = rule.message
+        hits.append(RuleHit(rule.id, rule.action, message, span, rule.category, rule.firm))
     return hits
 
 
@@ -166,7 +178,8 @@ _USER_PREFERENCE = re.compile(r"\s*(?:the\s+)?(?:user|customer|client)(?:'s)?\s+
                               r"would (?:like|rather)|wishes|asked|asks|enjoys?|dislikes?|hates?|favou?rs?)\b")
 _HEURISTIC_MESSAGES = {
     "directive.future_behaviour": RESTATE,
-    "exfil.beacon": "it tells the assistant to send data somewhere; memory cannot hold instructions to move data",
+    "exfil.instruction": "it tells the assistant to send data somewhere; memory cannot hold instructions to move "
+                         "data",
     "route.tool": "it tells the assistant which tool, endpoint or account to use; tool routing is configured by "
                   "the application, not remembered",
     "trigger.delayed": "it sets up a delayed trigger (when X happens, do Y); memory cannot hold conditional "
@@ -185,18 +198,23 @@ _QUOTED = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|«[^»\n]{1,200}
 _CLAUSE_START = re.compile(r"(?:^|[.!?;:\n])\s*(\w+)")
 
 
-def _standing_instruction(n: Normalized, tokens: set[str]) -> list[RuleHit]:
-    """A clause that addresses the assistant and is standing or aims at something sensitive (see rules.py)."""
+def _blank_quotes(text: str) -> str:
+    if '"' in text or "“" in text or "«" in text:
+        return _QUOTED.sub(lambda m: " " * len(m.group()), text)
+    return text
+
+
+def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False) -> list[RuleHit]:
+    """A clause that addresses the assistant and is standing or aims at something sensitive (see rules.py).
+    Aiming at something sensitive is a harmful directive (``directs``); standing alone is a style wish
+    (``style``: fine as a record of speech or the user's own wish, held when the agent saved it as a fact)."""
     # Quoted speech is content, not an instruction ("a friend's motto: 'let go of what no longer serves you'");
     # the explicit rules still see the whole text, quotes included. Blanking keeps offsets.
-    text = n.skeleton
-    if '"' in text or "“" in text or "«" in text:
-        text = _QUOTED.sub(lambda m: " " * len(m.group()), text)
+    text = _blank_quotes(n.skeleton)
     starts = set(_CLAUSE_START.findall(text))
     if _AGENT_WORDS.isdisjoint(tokens) and _IMPERATIVE_WORDS.isdisjoint(starts) and _LEAD_WORDS.isdisjoint(starts):
         return []
-    if not _AGENT.search(text, tokens):
-        return []
+    style: RuleHit | None = None
     for m in _CLAUSE.finditer(text):
         clause = m.group()
         if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip(), tokens):
@@ -205,77 +223,140 @@ def _standing_instruction(n: Normalized, tokens: set[str]) -> list[RuleHit]:
         sensitive = _sensitive(clause, words)
         if not (sensitive or _standing(clause, words)):
             continue
-        if sensitive and _trigger(clause, words):
+        span = (0, len(n.original)) if deep else n.original_span(m.start(), m.end(), in_skeleton=True)
+        if not sensitive:
+            style = style or RuleHit("directive.future_behaviour", REJECT, RESTATE, span, STYLE, False)
+            continue
+        if _trigger(clause, words):
             family = "trigger.delayed"
-        elif sensitive and _EXFIL.search(clause):
-            family = "exfil.beacon"
-        elif sensitive and _ROUTE.search(clause):
+        elif _EXFIL.search(clause):
+            family = "exfil.instruction"
+        elif _ROUTE.search(clause):
             family = "route.tool"
         else:
             family = "directive.future_behaviour"
-        return [RuleHit(family, REJECT, _HEURISTIC_MESSAGES[family],
-                        n.original_span(m.start(), m.end(), in_skeleton=True))]
-    return []
+        return [RuleHit(family, REJECT, _HEURISTIC_MESSAGES[family], span, DIRECTS, True)]
+    return [style] if style else []
 
 
-def _printable_text(raw: bytes) -> str | None:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if len(text) < 8:
-        return None
-    good = sum(ch.isprintable() or ch in "\n\t" for ch in text)
-    letters = sum(ch.isalpha() for ch in text)
-    return text if good >= 0.95 * len(text) and letters >= 0.5 * len(text.replace(" ", "")) else None
+# --- preference-shaped directives ---------------------------------------------------------------------------
+# "User prefers that the assistant never mentions this memory", "User wants the assistant to run migrations
+# without asking": the frame is a preference, the body an instruction. The body is rewritten as the instruction
+# it is ("never mention this memory", "run migrations without asking") and judged like one; a style wish
+# ("answer in French") passes, a harmful one (hide, skip a safety step, send data, use another tool or source,
+# grant access) is refused.
+_PREF_FRAME = re.compile(
+    r"(?:^|(?<=[.!?;:\n]))\s*(?:the\s+)?(?:user|customer|client|human|owner|operator|team|they|he|she|i|we)(?:'s)?"
+    r"\s+(?:(?:really|always|strongly|also|generally|usually|would|does|do)\s+){0,2}(?:prefers?|preferred|likes?|"
+    r"loves?|wants?|wanted|would like|would prefer|would rather|wish(?:es)?|asked|asks|expects?|needs?|"
+    r"requests?|requested|insists?|enjoys?|favou?rs?|is fine with|is ok with|is okay with|allows?|lets|trusts)\b\s*"
+    r"(?:(?:it\s+)?(?:that|when|if|whenever)\s+(?:(?:the\s+|their\s+|its\s+|our\s+)?(?:assistant|ai|agent|model|bot|"
+    r"chatbot|copilot)\s+|you\s+)?|(?:(?:the\s+|their\s+|its\s+|our\s+)?(?:assistant|ai|agent|model|bot|chatbot|"
+    r"copilot)\s+|you\s+|me\s+)?to\s+|(?:the\s+|their\s+)?(?:assistant|ai|agent|model|bot|chatbot|copilot)\s+|"
+    r"you\s+)")
+_NEGATIONS = (("does not ", "do not "), ("doesn't ", "don't "), ("did not ", "do not "), ("didn't ", "don't "),
+              ("will never ", "never "), ("should never ", "never "), ("would never ", "never "),
+              ("not to ", "do not "), ("never to ", "never "))
+_ADVERBS = frozenset("always never not only automatically silently quietly immediately just also simply "
+                     "directly".split())
 
 
-def _may_hold_blob(text: str) -> bool:
-    """``_BLOB_GATE.search(text)``, answered without a scan when no whitespace-free run is 16 characters long
-    (a blob has no whitespace, so it lies inside one such run)."""
-    if "\\x" not in text and max(map(len, text.split()), default=0) < 16:
-        return False
-    return _BLOB_GATE.search(text) is not None
+def _base_form(word: str) -> str:
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return word[:-2]
+    return word[:-1]
 
 
-def _decode_blobs(original: str) -> list[tuple[tuple[int, int], str, str]]:
-    """(span, encoding, decoded text) for every base64/hex blob that decodes to readable text."""
-    out: list[tuple[tuple[int, int], str, str]] = []
-    for m in _B64.finditer(original):
-        blob = m.group()
-        for decoder in (base64.b64decode, base64.urlsafe_b64decode):
-            body = blob.rstrip("=")
-            body = body[: len(body) - len(body) % 4] if len(body) % 4 == 1 else body  # a truncated blob
-            try:
-                raw = decoder(body + "=" * (-len(body) % 4))
-            except (binascii.Error, ValueError):
-                continue
-            text = _printable_text(raw)
-            if text:
-                out.append((m.span(), "base64", text))
-                break
-    for m in _HEX.finditer(original):
-        digits = re.sub(r"\\x|[ :]", "", m.group())
-        try:
-            text = _printable_text(bytes.fromhex(digits))
-        except ValueError:
+def _instruction_of(body: str) -> str:
+    """The body of a preference as an imperative: "the assistant never mentions it" → "never mention it"."""
+    for a, b in _NEGATIONS:
+        if body.startswith(a):
+            body = b + body[len(a):]
+    words = body.split()
+    for i, w in enumerate(words):
+        if w in _ADVERBS or w in ("do", "don't"):
             continue
-        if text:
-            out.append((m.span(), "hex", text))
+        words[i] = _base_form(w)
+        break
+    return " ".join(words)
+
+
+def _preference_directives(n: Normalized, compiled: tuple[_Compiled, ...]) -> list[RuleHit]:
+    """Hits of the rules and the heuristic on the instructions that preference-shaped clauses carry; only
+    harmful ones (acts, directs) count, a style wish passes."""
+    text = n.skeleton
+    if "prefer" not in text and "want" not in text and not any(w in text for w in _PREF_VERBS):
+        return []
+    out: list[RuleHit] = []
+    for m in _PREF_FRAME.finditer(text):
+        end = text.find(".", m.end())
+        body = text[m.end():end if end >= 0 else len(text)].strip()
+        if len(body.split()) < 2:
+            continue
+        instruction = _instruction_of(body)
+        inner = normalize(instruction)
+        tokens = _tokens(inner)
+        hits = _rule_hits(inner, tokens, compiled) + _standing_instruction(inner, tokens)
+        span = n.original_span(m.start(), min(len(text), (end if end >= 0 else len(text))), in_skeleton=True)
+        for h in hits:
+            if h.category in (ACTS, DIRECTS):
+                out.append(RuleHit(h.rule, h.action, h.message + " (worded as a preference; what it asks the "
+                                   "assistant to do is the same)", span, h.category, h.firm))
+        if out:
+            break
     return out
 
 
-def _inner_rules(text: str, depth: int, budget: list[int]) -> list[str]:
-    """Rule ids (rejecting) that fire on a decoded payload: rules, secrets, and nested encodings."""
+_PREF_VERBS = ("like", "wish", "asked", "asks", "expect", "need", "request", "insist", "enjoy", "favo", "fine with",
+               "ok with", "okay with", "allow", "lets", "trust")
+
+
+# --- request-shaped text: a task or a question for the assistant, not a statement ----------------------------
+_REQUEST = re.compile(
+    r"^\W{0,4}(?:(?:hey|hi|hello|ok|okay|so|now|and|also|then|please|pls|kindly)\W+){0,2}(?:"
+    r"(?:can|could|would|will|won't|wouldn't)\s+(?:you|u)\b|(?:i|we)\s+(?:want|need|would like)\s+(?:you|u)\s+to\b|"
+    r"(?:help|tell|show|give|teach|remind|let)\s+(?:me|us)\b|let's\b|"
+    r"(?:write|rewrite|generate|create|compose|draft|summari[sz]e|translate|classify|categori[sz]e|list|explain|"
+    r"describe|give|provide|suggest|recommend|name|identify|find|calculate|compute|convert|answer|respond|reply|"
+    r"output|print|return|say|repeat|edit|correct|fix|improve|paraphrase|analy[sz]e|evaluate|compare|"
+    r"construct|design|develop|make|produce|propose|outline|determine|predict|brainstorm|imagine|pretend|"
+    r"act|play|complete|continue|fill|sort|rank|rate|extract|detect|decide|choose|select|format|reformat|"
+    r"add|insert|remove|delete|replace|change|transform|tell|show|ignore|disregard|forget)\b(?![-'])|"
+    r"(?:what|who|whom|whose|which|when|where|why|how|is|are|do|does|did|should|shall)\b[^.!\n]{0,300}\?\s*$)")
+
+
+def _request_shaped(n: Normalized) -> list[RuleHit]:
+    """A candidate whose first sentence is a task or a question for the assistant ("Write a blog post about …",
+    "Can you recommend …", "What is …?") is a request someone made, not a fact or a preference."""
+    text = n.skeleton
+    m = _REQUEST.match(text)
+    if m is None:
+        return []
+    return [RuleHit("request.not_a_memory", REJECT, "it reads as a request or a question for the assistant, not a "
+                    "fact or a preference; save what was learned (\"User asked for dessert ideas for a dinner "
+                    "party\"), or record the turn as an episode", n.original_span(0, min(len(text), m.end()),
+                                                                                  in_skeleton=True),
+                    STYLE, False)]
+
+
+def _inner_rules(text: str, depth: int, budget: list[int]) -> list[RuleHit]:
+    """Hits that fire on a decoded payload: rules (plain and de-obfuscated), secrets, and nested encodings."""
     budget[0] -= len(text)
     if budget[0] < 0:
         return []
     n = normalize(text)
     tokens = _tokens(n)
-    found = [h.rule for h in _rule_hits(n, tokens) + _standing_instruction(n, tokens) if h.action == REJECT]
-    found += [s.rule for s in find_secrets(text)]
-    if depth < MAX_DECODE_DEPTH and not found:
-        for _span, _enc, inner in _decode_blobs(text):
+    found = _rule_hits(n, tokens) + _standing_instruction(n, tokens)
+    deep = deobfuscate(text, n, tokens)
+    if deep is not None and not any(h.category in (ACTS, DIRECTS) for h in found):
+        found += _rule_hits(deep, _tokens(deep), deep=True)
+    found += [RuleHit(s.rule, REJECT, "", None, ACTS, True) for s in find_secrets(text)]
+    if depth < MAX_DECODE_DEPTH and not any(h.category in (ACTS, DIRECTS) for h in found):
+        for _span, _enc, inner in decoded_texts(text):
             found += _inner_rules(inner, depth + 1, budget)
             if found:
                 break
@@ -283,75 +364,120 @@ def _inner_rules(text: str, depth: int, budget: list[int]) -> list[str]:
 
 
 def _encoded_hits(original: str, n: Normalized, tokens: set[str]) -> list[RuleHit]:
-    hits: list[RuleHit] = []
     m = None if _DECODE_WORDS.isdisjoint(tokens) else _DECODE_AND_FOLLOW.search(n.skeleton)
     if m:
-        hits.append(RuleHit("encoded.payload", REJECT, "it asks for an encoded text to be decoded and acted on",
-                            n.original_span(m.start(), m.end(), in_skeleton=True)))
-        return hits
+        return [RuleHit("encoded.payload", REJECT, "it asks for an encoded text to be decoded and acted on",
+                        n.original_span(m.start(), m.end(), in_skeleton=True), ACTS, True)]
     budget = [MAX_DECODED_CHARS]
-    blobs = _decode_blobs(original) if _may_hold_blob(original) else []
-    for span, enc, decoded in blobs:
+    found: list[tuple[tuple[int, int], str, list[RuleHit]]] = []
+    for span, enc, decoded in decoded_texts(original):
         inner = _inner_rules(decoded, 1, budget)
         if inner:
-            hits.append(RuleHit("encoded.payload", REJECT,
-                                f"it hides a {enc}-encoded payload that decodes to forbidden content "
-                                f"({', '.join(sorted(set(inner)))})", span))
+            found.append((span, enc, inner))
             break
-    if not hits and (not tokens.isdisjoint(_ROT13_WORDS) or _looks_rot13(tokens)):
-        inner = _inner_rules(codecs.encode(original, "rot13"), 1, budget)
-        if inner:
-            hits.append(RuleHit("encoded.payload", REJECT,
-                                f"it hides a rot13-encoded payload that decodes to forbidden content "
-                                f"({', '.join(sorted(set(inner)))})", (0, len(original))))
-    return hits
-
-
-_STOP_WORDS = "the and is a to of you in that it for on are this with be your from now"
-_STOP = frozenset(_STOP_WORDS.split())
-_STOP_ROT13 = frozenset(codecs.encode(" ".join(_STOP), "rot13").split())
-
-
-_ROT13_WORDS = frozenset("rot13 rot caesar rot47".split())
-
-
-def _looks_rot13(tokens: set[str]) -> bool:
-    """English under rot13: no common English stop words, several of their rot13 forms."""
-    return len(tokens) >= 5 and tokens.isdisjoint(_STOP) and len(tokens & _STOP_ROT13) >= 2
+    if not found:
+        for enc, decoded in shifted_texts(original, tokens):
+            inner = _inner_rules(decoded, 1, budget)
+            if inner:
+                found.append(((0, len(original)), enc, inner))
+                break
+    if not found:
+        return []
+    span, enc, inner = found[0]
+    firm = any(h.category in (ACTS, DIRECTS) for h in inner)
+    rules = ", ".join(sorted({h.rule for h in inner}))
+    return [RuleHit("encoded.payload", REJECT, f"it hides a {enc} payload that decodes to forbidden content "
+                    f"({rules})", span, ACTS, firm)]
 
 
 class ContentScanner:
     """The built-in content rules. Call :meth:`analyze` for hits plus the G2 class."""
 
-    def analyze(self, c: Candidate, policy: Policy) -> Analysis:
+    def analyze(self, c: Candidate, policy: Policy, tier: Tier = DESCRIPTIVE) -> Analysis:
         original: str = c.content
         n = normalize(original)
-        hits: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span) for f in n.findings]
+        wants = _Wants(tier)
+        raw: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span, ACTS, True) for f in n.findings]
         secret_hits = find_secrets(original)
-        hits += secret_rule_hits(secret_hits)
+        raw += secret_rule_hits(secret_hits)
         tokens = _tokens(n)
-        hits += _rule_hits(n, tokens)
-        if not any(h.action == REJECT for h in hits):
-            hits += _standing_instruction(n, tokens)
-        if not any(h.rule.startswith(("exec.", "directive.", "claim.")) for h in hits):
-            hits += _encoded_hits(original, n, tokens)
+        compiled = wants.compiled
+        raw += _rule_hits(n, tokens, compiled)
+        deep = deobfuscate(original, n, tokens)
+        if deep is not None:  # what the disguise hid; a style wish read out of a disguise is noise, not a finding
+            seen = {(h.rule, h.category) for h in raw}
+            raw += [h for h in _rule_hits(deep, _tokens(deep), compiled, deep=True)
+                    if (h.rule, h.category) not in seen and h.category != STYLE]
+        if not _decided(raw):
+            if wants.directs or wants.style:
+                raw += _standing_instruction(n, tokens)
+                if deep is not None:  # a disguise only matters when what it hides is harmful
+                    raw += [h for h in _standing_instruction(deep, _tokens(deep), deep=True) if h.category != STYLE]
+                if wants.directs:
+                    raw += _preference_directives(n, compiled)
+            if wants.style:
+                raw += _request_shaped(n)
+        if not any(h.rule.startswith(("exec.", "directive.", "claim.")) and h.firm for h in raw):
+            raw += _encoded_hits(original, n, tokens)
         refs = find_session_refs(original, tokens if original.isascii() else None)
         if refs:
             if only_references(original, refs):
-                hits.append(RuleHit(refs[0].rule, REJECT,
-                                    "it is only a reference to something that exists in this session (an upload, "
-                                    "a temporary or signed URL, a session id, a local address or path) and will "
-                                    "not exist later", refs[0].span))
+                raw.append(RuleHit(refs[0].rule, REJECT,
+                                   "it is only a reference to something that exists in this session (an upload, "
+                                   "a temporary or signed URL, a session id, a local address or path) and will "
+                                   "not exist later", refs[0].span, ACTS, True))
             else:
-                hits += [RuleHit(r.rule, STRIP, "a session-scoped reference was removed before saving", r.span)
-                         for r in refs]
+                raw += [RuleHit(r.rule, STRIP, "a session-scoped reference was removed before saving", r.span)
+                        for r in refs]
+        hits, notes = _apply(tier, raw)
         if c.source == "model" and isinstance(c.confidence, (int, float)) \
                 and float(c.confidence) < policy.min_confidence:
             hits.append(RuleHit("confidence.below_threshold", REJECT,
                                 f"its confidence {float(c.confidence):.2f} is below the threshold "
                                 f"{policy.min_confidence:.2f} for model-extracted memories"))
         rejected = any(h.action == REJECT for h in hits)
-        return Analysis(hits, classify(n.text, rejected=rejected, tokens=tokens), n)
+        return Analysis(hits, classify(n.text, rejected=rejected, tokens=tokens), n, notes)
+
+
+def _decided(hits: list[RuleHit]) -> bool:
+    """A firm hit that acts or directs decides the verdict; the heuristics need not run."""
+    return any(h.firm and h.category in (ACTS, DIRECTS) for h in hits)
+
+
+def _apply(tier: Tier, raw: list[RuleHit]) -> tuple[list[RuleHit], list[RuleHit]]:
+    """The tier's action for every hit: blocking hits (reject/review, and strips) and the notes it accepts."""
+    hits: list[RuleHit] = []
+    notes: list[RuleHit] = []
+    for h in raw:
+        if h.action == STRIP:
+            hits.append(h)
+            continue
+        action = tier.action(h.category, h.firm)
+        if action == ACCEPT:
+            notes.append(h)
+        else:
+            hits.append(h if action == h.action else replace(h, action=action))
+    return hits, notes
+
+
+class _Wants:
+    """Which layers can change the verdict for a tier (the others are skipped)."""
+
+    __slots__ = ("compiled", "directs", "learned", "style")
+    _cache: dict[str, tuple[_Compiled, ...]] = {}  # noqa: RUF012 - a per-process cache keyed by tier name
+
+    def __init__(self, tier: Tier) -> None:
+        self.directs = tier.directs != ACCEPT or tier.directs_ambiguous != ACCEPT
+        self.style = tier.style != ACCEPT
+        self.learned = tier.learned != ACCEPT
+        compiled = self._cache.get(tier.name)
+        if compiled is None:
+            keep = {ACTS} | ({DIRECTS} if self.directs else set()) | ({STYLE} if self.style else set())
+            compiled = tuple(c for c in _RULES if c.rule.category in keep)
+            if len(compiled) == len(_RULES):
+                compiled = _RULES
+            self._cache[tier.name] = compiled
+        self.compiled = compiled
 
 
 SCANNER = ContentScanner()

@@ -28,7 +28,8 @@ G60 = r"[^.!?\n]{0,60}"
 G80 = r"[^.!?\n]{0,80}"
 # Start of a sentence or clause, optionally after a "remember:"-style lead-in: where an imperative begins.
 LEAD = (r"(?:^|[.!?;:\n\"'(\[]\s*|\b(?:and|also|then|so|but|please|pls|remember|note|important|reminder|"
-        r"rule|instruction|memo)\b[:,]?\s*)")
+        r"rule|instruction|memo|from now on|going forward|henceforth|moving forward|from this point on|"
+        r"from today on|in future|in the future)\b[:,]?\s*)")
 AGENT = r"(?:you|the assistant|assistant|the ai|the agent|the model|the bot|the chatbot|claude|chatgpt|gpt|the llm)"
 WHOM = r"(?:the user|the human|the customer|the operator|the admin|the owner|your user|users|the client)"
 BEHAVE = (r"(?:answer|answers|respond|reply|replies|ignore|follow|obey|comply|use|call|send|include|skip|disable|"
@@ -52,6 +53,8 @@ class Rule:
     needles: tuple[str, ...] = ()  # trigger substrings, for triggers that are not words (punctuation)
     script: str = "latin"  # "latin": match the skeleton; "any": match the folded text
     cjk: bool = False  # also runs when the candidate contains CJK characters (no word boundaries there)
+    category: str = "directs"  # what a match would do (gate/tiers.py): acts | directs | style
+    firm: bool = True  # False: the pattern alone cannot call it with confidence (G6: held for review)
 
 
 def _w(*words: str) -> frozenset[str]:
@@ -79,6 +82,12 @@ CONSEQUENCE = (r"you (?:can|may|are allowed to|are permitted to|should|must|are 
                r"(?:disable|turn off|switch off)\s+(?:the\s+)?(?:content filter|safety|2fa|two-factor|mfa|"
                r"verification|logging|audit)|promote their own|full_access|can_approve|"
                r"(?:are|is) (?:always )?approved|requests? (?:are|is) (?:always )?(?:approved|allowed)")
+
+STANDING_MARKER = (r"(?:from now on|from this point (?:on|forward)|going forward|henceforth|hereafter|moving forward|"
+                   r"in (?:all |every |each )?(?:future|subsequent|later|next) (?:sessions?|conversations?|chats?|"
+                   r"replies|responses|answers|interactions|turns|messages|tasks)|for (?:all|every) (?:future )?"
+                   r"(?:sessions?|conversations?|requests?|tasks?|users?)|in every (?:session|conversation|chat|"
+                   r"reply|response))")
 
 RESTATE = ("it reads as an instruction to the assistant, not a fact about the user; memory stores facts and "
            "preferences — restate it as a preference, e.g. \"User prefers …\"")
@@ -108,14 +117,12 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:agent|assistant|ai|bot|model)[._](?:rules|behaviou?r|confirmations?|mode|policy|permissions|"
             r"safety|guardrails|restrictions|filters?|persona)\s*[=:]",
             r"\b(?:ignore_guardrails|no_confirmations|unrestricted_mode|safety_off|disable_safety|jailbreak=)",
-            # "from now on / going forward / in every future session ..." + an instruction
-            rf"\b(?:from now on|from this point (?:on|forward)|going forward|henceforth|hereafter|moving forward|"
-            rf"in (?:all |every |each )?(?:future|subsequent|later|next) (?:sessions?|conversations?|chats?|"
-            rf"replies|responses|answers|interactions|turns|messages|tasks)|for (?:all|every) (?:future )?"
-            rf"(?:sessions?|conversations?|requests?|tasks?|users?)|in every (?:session|conversation|chat|reply|"
-            rf"response))\b{G60}\b(?:you|always|never|do not|don't|must|should|shall|will|ignore|skip|"
-            rf"{BEHAVE})\b",
-            rf"{LEAD}(?:from now on|going forward|henceforth|from this point on|moving forward)\b",
+            # "from now on / going forward / in every future session ..." + "you must …": a standing override
+            rf"\b{STANDING_MARKER}\b{G60}\b(?:you|the assistant|the ai|the agent|the model|the bot|the chatbot)\s+"
+            rf"(?:must|should|shall|will|are to|need to|have to|are required to|may no longer|can no longer)\b",
+            # ... + an imperative right after the marker ("from now on, answer in French"): a standing wish
+            rf"\b{STANDING_MARKER}\s*,?\s*(?:please\s+|you\s+)?(?:always\s+|never\s+|only\s+)?(?:do not\s+|"
+            rf"don't\s+)?(?:{BEHAVE}|ignore|skip)\b",
             # imperative "always/never <verb>" at the start of a sentence or after "remember:"
             rf"{LEAD}(?:you\s+(?:must|should|shall|will|need to|have to|are to)\s+)?(?:always|never|"
             rf"do not ever|don't ever|under no circumstances|no matter what)\s*,?\s*(?:\w+\s+){{0,2}}{BEHAVE}\b",
@@ -142,6 +149,21 @@ RULES: tuple[Rule, ...] = (
             rf"authoritative|verified|approved|coming from|system|admin|the user|legitimate)",
             rf"{LEAD}(?:obey|follow|execute|comply with|carry out)\s+(?:all\s+|any\s+|every\s+)?(?:instructions?|"
             rf"commands?|orders|requests?|directions)\s+(?:from|in|found in|contained in|given by|that appear)\b",
+            # skipping a safety step: tests, review, checks, confirmation, verification
+            r"\b(?:skip|skips|skipping|bypass|bypassing|disable|disabling|turn off|switch off|omit|"
+            r"suppress|circumvent|forgo)\s+(?:the\s+|all\s+|any\s+|every\s+|its\s+|their\s+|our\s+)?"
+            r"(?:\w+\s+){0,2}(?:test suites?|tests|unit tests|integration tests|ci|ci checks|pipeline checks|code "
+            r"reviews?|reviews?|pr reviews?|security reviews?|checks|safety checks?|security checks?|verification|"
+            r"identity checks?|2fa|mfa|two-factor|confirmations?|approvals?|sign-?offs?|sandbox(?:ing)?|signature "
+            r"checks?|tls verification|ssl verification|certificate (?:checks?|validation)|audit(?: logs?| logging)?|"
+            r"dry runs?|backups?)\b",
+            r"\b(?:deploy|deploys|deploying|delete|deletes|deleting|remove|removes|drop|drops|merge|merges|merging|push|"
+            r"pushes|force-push|run|runs|running|execute|executes|install|installs|pay|pays|transfer|transfers|refund|"
+            r"refunds|approve|approves|migrate|migrates|wipe|wipes|reset|resets|release|releases|publish|publishes|"
+            r"send|sends|grant|grants|rotate|revoke)\b[^.!?\n]{0,60}\bwithout\s+(?:first\s+|ever\s+|any\s+|a\s+)?"
+            r"(?:asking|checking|confirming|confirmation|verifying|verification|review|reviewing|approval|"
+            r"permission|consent|tests?|testing|a second reviewer|a reviewer|backups?|a dry run|prompting|"
+            r"telling|notifying|warning)\b",
         ),
         words=_w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies",
                  "prompt", "prompts", "directive", "directives", "guardrail", "guardrails", "restriction",
@@ -844,40 +866,97 @@ EXFIL_VERBS = r"(?<![-\w])(?:send|forward|upload|post|email|mail|leak|include|ap
 ROUTE_VERBS = r"(?<![-\w])(?:use|call|invoke|route|redirect|query|open|pay|wire|transfer|push)\b(?!-)"
 
 
-def _split(rule: Rule, groups: tuple[tuple[tuple[int, ...], frozenset[str]], ...]) -> tuple[Rule, ...]:
-    """One rule as several, each with its own trigger words: a candidate then pays only for the patterns whose
-    words it contains (the rule id, message and action stay the same)."""
-    covered = sorted(i for idx, _ in groups for i in idx)
+def _recut(rule: Rule, groups: tuple[tuple[tuple[int, ...], str, str, bool, frozenset[str] | None], ...]
+           ) -> tuple[Rule, ...]:
+    """One rule as several: each group of its patterns gets its own id, category (gate/tiers.py), firmness and
+    trigger words (``None``: the rule's own). A candidate then pays only for the patterns whose words it
+    contains, and each match says what it would do."""
+    covered = sorted(i for idx, *_ in groups for i in idx)
     assert covered == list(range(len(rule.patterns))), "every pattern must be in exactly one group"
-    return tuple(Rule(rule.id, rule.action, rule.message, tuple(rule.patterns[i] for i in idx), words=words,
-                      needles=rule.needles, script=rule.script, cjk=rule.cjk) for idx, words in groups)
+    return tuple(Rule(rid, rule.action, rule.message if rid == rule.id else _MESSAGES.get(rid, rule.message),
+                      tuple(rule.patterns[i] for i in idx), words=rule.words if words is None else words,
+                      needles=rule.needles, script=rule.script, cjk=rule.cjk, category=cat, firm=firm)
+                 for idx, rid, cat, firm, words in groups)
 
 
+_MESSAGES = {
+    "directive.override": "it tries to override the assistant's instructions or safety rules; memory cannot change "
+                          "what the assistant is told to do",
+    "directive.standing": "it is a standing order addressed to the assistant (\"from now on you must …\"); memory "
+                          "stores facts and preferences, not orders — restate it as a preference, e.g. "
+                          "\"User prefers …\"",
+    "exfil.instruction": "it asks the assistant to reveal or send data (secrets, the prompt, messages) somewhere",
+}
 _NOUNS = _w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies", "prompt",
             "prompts", "directive", "directives", "guardrail", "guardrails", "restriction", "restrictions",
             "constraint", "constraints", "filter", "filters", "safeguard", "safeguards", "safety", "programming",
             "training", "moderation", "ethics", "limitation", "limitations", "boundaries", "protocol", "protocols",
             "checks", "directions", "orders", "objective", "purpose", "told", "everything", "anything", "message")
 _AGENTS = _w("you", "assistant", "ai", "agent", "model", "bot", "chatbot", "claude", "chatgpt", "gpt", "llm")
+_STANDING = _w("now", "forward", "point", "henceforth", "hereafter", "future", "subsequent", "session", "sessions",
+               "every", "all")
+OVERRIDE, STANDING, FUTURE = "directive.override", "directive.standing", "directive.future_behaviour"
+CLAIM, EXFIL, EXFIL_I = "claim.permission", "exfil.beacon", "exfil.instruction"
+ACTS, DIRECTS, STYLE = "acts", "directs", "style"
+_D, _C, _R, _X, _H, _K, _E, _T, _MD, _MC, _MH, _MT = RULES
 RULES = (
-    *_split(RULES[0], (
-        ((0, 1, 2, 3, 4, 5, 6, 18), _NOUNS),
-        ((7,), _w("longer", "apply", "applies", "matter", "count", "hold")),
-        ((8, 9), _AGENTS | _w("ignore_guardrails", "no_confirmations", "unrestricted_mode", "safety_off",
-                              "disable_safety", "jailbreak", "guardrails", "confirmations")),
-        ((10, 11), _w("now", "forward", "point", "henceforth", "hereafter", "future", "subsequent", "session",
-                      "sessions", "every")),
-        ((12, 16), _w("always", "never", "ever", "circumstances", "matter")),
-        ((13,), _w("ask", "asking", "request", "requesting", "check", "checking", "verify", "verifying", "confirm",
-                   "confirming", "validate", "validating", "warn", "warning", "question", "questioning", "refuse",
-                   "refusing", "flag", "flagging")),
-        ((14, 15), _AGENTS),
-        ((17,), _w("jailbreak", "jailbroken", "dan", "anything", "developer", "unfiltered", "god", "restrictions")),
-        ((19,), _w("treat", "consider", "regard")),
-        ((20,), _w("obey", "follow", "execute", "comply", "carry")),
+    *_recut(_D, (
+        ((0, 1, 2, 3, 4, 5, 6, 18), OVERRIDE, ACTS, True, _NOUNS),
+        ((7,), OVERRIDE, ACTS, True, _w("longer", "apply", "applies", "matter", "count", "hold")),
+        ((8, 9), OVERRIDE, ACTS, True, _AGENTS | _w("ignore_guardrails", "no_confirmations", "unrestricted_mode",
+                                                    "safety_off", "disable_safety", "jailbreak", "guardrails",
+                                                    "confirmations")),
+        ((10,), STANDING, ACTS, True, _STANDING),
+        ((11,), FUTURE, STYLE, False, _STANDING),
+        ((12,), FUTURE, STYLE, False, _w("always", "never", "ever", "circumstances", "matter")),
+        ((16,), FUTURE, DIRECTS, True, _w("always", "never", "ever")),
+        ((13,), FUTURE, DIRECTS, True, _w("ask", "asking", "request", "requesting", "check", "checking", "verify",
+                                          "verifying", "confirm", "confirming", "validate", "validating", "warn",
+                                          "warning", "question", "questioning", "refuse", "refusing", "flag",
+                                          "flagging")),
+        ((14, 15), FUTURE, STYLE, False, _AGENTS),
+        ((17,), OVERRIDE, ACTS, True, _w("jailbreak", "jailbroken", "dan", "anything", "developer", "unfiltered",
+                                         "god", "restrictions")),
+        ((19,), OVERRIDE, ACTS, True, _w("treat", "consider", "regard")),
+        ((20,), OVERRIDE, ACTS, True, _w("obey", "follow", "execute", "comply", "carry")),
+        ((21, 22), FUTURE, DIRECTS, True, None),
     )),
-    *RULES[1:],
+    # permission claims: made to the system ("you are in developer mode", "I am your developer") act on a model
+    # wherever they are replayed; third-person claims with a consequence direct it; bare role claims ("the user
+    # has admin privileges") cannot be called from text alone.
+    *_recut(_C, (
+        ((5, 6, 7, 8, 9, 19, 22, 23, 24), CLAIM, ACTS, True, None),
+        ((2, 3, 4, 10, 11, 12, 14, 15, 16, 17, 18, 20), CLAIM, DIRECTS, True, None),
+        ((0, 1, 13, 21), CLAIM, DIRECTS, False, None),
+    )),
+    *_recut(_R, (
+        ((6, 7), "route.tool", ACTS, True, None),
+        ((0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15), "route.tool", DIRECTS, True, None),
+    )),
+    *_recut(_X, (
+        ((0, 1, 2, 3, 10, 11, 12, 13), EXFIL, ACTS, True, None),
+        ((4, 5, 6, 7, 8, 9, 14, 15, 16, 17, 18, 19), EXFIL_I, DIRECTS, True, None),
+    )),
+    _H,
+    Rule(_K.id, _K.action, _K.message, _K.patterns, _K.words, _K.needles, _K.script, _K.cjk, category=ACTS),
+    *_recut(_E, (
+        ((15,), "exec.download", DIRECTS, True, None),  # a package index other than PyPI: routing, not execution
+        (tuple(i for i in range(len(_E.patterns)) if i != 15), "exec.download", ACTS, True, None),
+    )),
+    _T,
+    *_recut(_MD, (
+        ((0, 3, 4, 7, 8, 11, 12, 15, 16, 19, 20, 23, 24, 28, 29), OVERRIDE, ACTS, True, None),
+        ((1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22, 25, 26, 27), FUTURE, STYLE, False, None),
+    )),
+    *_recut(_MC, (
+        ((8, 9, 11, 13, 15, 17, 19, 20), CLAIM, ACTS, True, None),
+        ((0, 10, 12, 14, 16, 18), CLAIM, DIRECTS, False, None),
+        ((1, 2, 3, 4, 5, 6, 7, 21), CLAIM, DIRECTS, True, None),
+    )),
+    _MH,
+    _MT,
 )
+
 
 # Standing (B), sensitive (C) and trigger cues as token sets and plain substrings: a big regex alternation of words
 # costs ~1 µs per character in CPython's engine, a set intersection a fraction of that.
