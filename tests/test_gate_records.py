@@ -228,20 +228,20 @@ def _block_all(c: Candidate, p: Policy) -> list[RuleHit]:
 
 def test_g6_add_scanner_only_stricter() -> None:
     gate = Gate()
-    assert gate.check(Candidate("FLAG this")).verdict == ACCEPT
+    assert gate.check(Candidate("User likes FLAG football")).verdict == ACCEPT
     gate.add_scanner(_try_to_relax)
     gate.add_scanner(_flag_review)
     assert gate.check(Candidate("User prefers tea")).verdict == ACCEPT
-    v = gate.check(Candidate("FLAG this"))
+    v = gate.check(Candidate("User likes FLAG football"))
     assert v.verdict == REVIEW and "custom.flag" in v.rules
     for bad in ("", "x\x00", "a" * 10241):  # record-level rejects stay rejects
         assert gate.check(Candidate(bad)).verdict == REJECT
     assert gate.check(Candidate("FLAG", kind="bogus")).verdict == REJECT
     gate.add_scanner(_block_all)
-    assert gate.check(Candidate("FLAG this")).verdict == REJECT
+    assert gate.check(Candidate("User likes FLAG football")).verdict == REJECT
     assert gate.check(Candidate("User prefers tea")).verdict == REJECT
-    assert memwarden.scan("FLAG this", gate=gate).verdict == REJECT
-    assert memwarden.scan("FLAG this").verdict == ACCEPT  # the default gate is untouched
+    assert memwarden.scan("User likes FLAG football", gate=gate).verdict == REJECT
+    assert memwarden.scan("User likes FLAG football").verdict == ACCEPT  # the default gate is untouched
 
 
 def test_g6_custom_review_scanner_holds_record(store: MemoryService, scope: memwarden.Scope) -> None:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -25,6 +25,25 @@ from memwarden.records import Kind, Record, SourceType, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import UNSET, Context, WriteResult
 from memwarden.taint import Ledger, TaintDecision
+from memwarden.turns import ROLES, TextPart, ToolCall, read_turns, split_text
+
+SAVE_SOURCES = (SourceType.USER, SourceType.MODEL, SourceType.TOOL, SourceType.IMPORT, SourceType.OPERATOR)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTurn:
+    """One stored part of a conversation turn: which message it came from and what the write path decided."""
+
+    index: int  # the message's position in the list given to record_turns
+    role: str  # user | assistant | tool
+    part: int  # 1-based part number (a turn longer than the record limit is stored in parts)
+    parts: int
+    result: WriteResult | MemwardenError
+
+    @property
+    def status(self) -> str:
+        """accepted | review | rejected, or ``error`` when the write failed (e.g. capacity)."""
+        return self.result.status if isinstance(self.result, WriteResult) else "error"
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
@@ -68,6 +87,7 @@ class Session:
         self.ledger = Ledger(service.policy.taint, self.workspace)  # T1
         self._ctx, self._ctx_at = self._base, 0
         self.closed = False
+        self.skipped_turns: list[tuple[int, str]] = []  # what the last record_turns left out, and why
         service.open_session(self.id)
         self._block, self.snapshot_sha256 = self._snapshot()
 
@@ -127,25 +147,93 @@ class Session:
         if self.closed:
             raise InvalidInput(f"session {self.id} is closed; start a new session")
 
-    def save(self, content: str, kind: str = Kind.FACT, *, confidence: float = 1.0,
+    def _said_by(self, source: str | None) -> Context:
+        """The context of a write whose words came from ``source`` (R2: the application says who said it).
+        ``tool`` output is ingest too (T1): it taints the session before the write, so the write is held."""
+        if source is None:
+            return self.context
+        if source not in SAVE_SOURCES:
+            raise InvalidInput(f"source must be one of {', '.join(SAVE_SOURCES)}; got {str(source)[:40]!r}")
+        if source == SourceType.TOOL:
+            self.ledger.record_ingest("saved tool output", "tool")
+        return replace(self.context, source_type=source)
+
+    def save(self, content: str, kind: str = Kind.FACT, *, source: str | None = None, confidence: float = 1.0,
              sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
              metadata: dict[str, Any] | None = None) -> WriteResult:
+        """Save a memory through the write gate. ``source`` says who said it (``user``, ``model``, ``tool``,
+        ``import``, ``operator``; default: the session's, ``model``): the gate is sized to it and to ``kind``
+        (G8), and it is kept in the record's provenance (R2). The agent's own tools always write ``model``."""
         self._live()
-        return self.service.write(self.context, content, kind=kind, confidence=confidence,
+        return self.service.write(self._said_by(source), content, kind=kind, confidence=confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata)
 
-    def update(self, memory_id: str, content: str, *, expected_version: int, confidence: float | None = None,
-               sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
-               metadata: dict[str, Any] | None = None) -> WriteResult:
+    def update(self, memory_id: str, content: str, *, expected_version: int, source: str | None = None,
+               confidence: float | None = None, sensitivity: str | None = None, ttl_days: int | None = None,
+               due: Any = None, metadata: dict[str, Any] | None = None) -> WriteResult:
         """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``.
         Confidence, sensitivity, retention and metadata stay as they were unless given."""
         self._live()
-        current = self.service.get(self.context, memory_id)
-        return self.service.write(self.context, content, kind=current.kind,
+        ctx = self._said_by(source)
+        current = self.service.get(ctx, memory_id)
+        return self.service.write(ctx, content, kind=current.kind,
                                   confidence=UNSET if confidence is None else confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata, update_id=memory_id, expected_version=expected_version)
+
+    def record_turns(self, messages: Iterable[Any], *, ttl_days: int | None = None,
+                     sensitivity: str | None = None) -> list[RecordedTurn]:
+        """Store conversation turns as episodes, each through the write gate with the source of its role
+        (``user`` → user, ``assistant`` → model, ``tool`` → tool; G8: a question or a request someone made is a
+        record of what was said and is kept; what would act on a model when replayed is still refused).
+
+        ``messages`` is a chat API's message list as it is (see :mod:`memwarden.turns`: plain text, content
+        blocks, OpenAI ``tool_calls``, Anthropic ``tool_use``/``tool_result``). Tool calls go into the taint
+        ledger (T1) and tool output counts as ingest, so everything after it in this session is untrusted.
+        System and developer messages are skipped. A turn longer than the record limit is stored in parts.
+        The whole list is validated first: a malformed message raises :class:`InvalidInput` naming it, and
+        nothing is stored. Returns one :class:`RecordedTurn` per stored part, in order."""
+        self._live()
+        turns = read_turns(messages)
+        limit = self.service.policy.max_record_bytes
+        out: list[RecordedTurn] = []
+        batch: list[tuple[TextPart, int, int, dict[str, Any]]] = []  # (turn, part, parts, write arguments)
+        batch_ctx: Context | None = None
+
+        def flush() -> None:
+            nonlocal batch_ctx
+            if batch and batch_ctx is not None:
+                results = self.service.write_many(batch_ctx, [kw for *_, kw in batch])
+                for (turn, j, n, _kw), res in zip(batch, results, strict=True):
+                    out.append(RecordedTurn(turn.index, turn.role, j, n, res))
+            batch.clear()
+            batch_ctx = None
+
+        for item in turns.parts:
+            if isinstance(item, ToolCall):
+                flush()
+                self.ledger.record_tool_call(item.name, item.arguments)
+                continue
+            if item.role == "tool":
+                flush()
+                self.ledger.record_ingest(item.name or "tool output", "tool")
+            ctx = replace(self.context, source_type=ROLES[item.role])
+            if ctx != batch_ctx:
+                flush()
+                batch_ctx = ctx
+            pieces = split_text(item.text, limit)
+            for j, piece in enumerate(pieces, start=1):
+                md: dict[str, Any] = {"role": item.role, "turn": item.index}
+                if item.name:
+                    md["name"] = item.name[:200]
+                if len(pieces) > 1:
+                    md["part"], md["parts"] = j, len(pieces)
+                batch.append((item, j, len(pieces), {"content": piece, "kind": Kind.EPISODE, "metadata": md,
+                                                     "ttl_days": ttl_days, "sensitivity": sensitivity}))
+        flush()
+        self.skipped_turns = list(turns.skipped)
+        return out
 
     def remove(self, memory_id: str) -> list[str]:
         self._live()

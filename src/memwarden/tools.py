@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memwarden.errors import MemwardenError
-from memwarden.records import Record, iso
+from memwarden.records import Record, SourceType, iso
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -174,10 +174,11 @@ def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
 
 def _run(session: Session, args: _Args) -> dict[str, Any]:
     if isinstance(args, SaveArgs):
-        return session.save(args.content, kind=args.kind, ttl_days=args.ttl_days, due=args.due,
-                            sensitivity=args.sensitivity, confidence=args.confidence).to_dict()
+        return session.save(args.content, kind=args.kind, source=SourceType.MODEL, ttl_days=args.ttl_days,
+                            due=args.due, sensitivity=args.sensitivity, confidence=args.confidence).to_dict()
     if isinstance(args, UpdateArgs):
-        return session.update(args.id, args.content, expected_version=args.expected_version).to_dict()
+        return session.update(args.id, args.content, expected_version=args.expected_version,
+                              source=SourceType.MODEL).to_dict()
     if isinstance(args, RemoveArgs):
         return {"status": "removed", "ids": session.remove(args.id)}
     if isinstance(args, ClearArgs):

@@ -108,7 +108,19 @@ class Gate:
 
         tier = tier_for(candidate.kind, candidate.source)
         hits: list[RuleHit] = record_hits(candidate, self.policy)
-        if hits:  # malformed record: content rules need a well-formed string
+        cleaned = False
+        if hits and tier.name == "record" and all(h.rule == "record.control_chars" for h in hits):
+            # an episode is a record of what was said: stray control characters (mojibake, terminal colour codes)
+            # are removed, the turn is kept
+            from memwarden.gate.record_rules import without_controls
+
+            candidate = Candidate(without_controls(candidate.content), candidate.kind, candidate.source,
+                                  candidate.metadata, candidate.confidence)
+            hits = record_hits(candidate, self.policy)
+            cleaned = not hits
+            if cleaned:
+                hits = [RuleHit("record.control_chars", STRIP, "control characters were removed before saving")]
+        if hits and not cleaned:  # malformed record: content rules need a well-formed string
             return Verdict(REJECT, "rejectable", tuple(hits), rules_version=RULES_VERSION, tier=tier.name)
         analysis = SCANNER.analyze(candidate, self.policy, tier)
         hits += analysis.hits
@@ -124,7 +136,7 @@ class Gate:
                    if h.rule.startswith("secret.") and h.span]
         redacted = redact(text, secrets) if secrets else None
         refs = [SessionRef(h.rule.removeprefix("session_ref."), h.span) for h in hits if h.action == STRIP and h.span]
-        content = strip(text, refs) if refs and verdict != REJECT else None
+        content = strip(text, refs) if refs and verdict != REJECT else text if cleaned else None
         kind = "rejectable" if verdict == REJECT else analysis.kind
         return Verdict(verdict, kind, tuple(hits), content, redacted, RULES_VERSION, tier.name,
                        tuple(analysis.notes))

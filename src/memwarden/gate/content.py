@@ -17,13 +17,14 @@ not run (an episode never pays for the request-shape check or the learned layer)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from memwarden.gate import REJECT, Candidate, RuleHit
+from memwarden.gate import REJECT, Candidate, RuleHit, learned
 from memwarden.gate.classify import classify
 from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, shifted_texts
+from memwarden.gate.lexicon import lexicon_hits
 from memwarden.gate.normalize import Normalized, normalize
 from memwarden.gate.prefilter import RuleMatcher
 from memwarden.gate.rules import (
@@ -45,7 +46,7 @@ from memwarden.gate.rules import (
 )
 from memwarden.gate.secrets import find_secrets, secret_rule_hits
 from memwarden.gate.session_refs import find_session_refs, only_references
-from memwarden.gate.tiers import ACCEPT, ACTS, DESCRIPTIVE, DIRECTS, STYLE, Tier
+from memwarden.gate.tiers import ACCEPT, ACTS, DESCRIPTIVE, DIRECTS, LEARNED, STYLE, Tier
 from memwarden.policy import Policy
 
 STRIP = "strip"  # a hit whose span is removed from the stored content (G4); does not block the write
@@ -204,7 +205,8 @@ def _blank_quotes(text: str) -> str:
     return text
 
 
-def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False) -> list[RuleHit]:
+def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False,
+                          sensitive: Callable[[str, set[str]], bool] | None = None) -> list[RuleHit]:
     """A clause that addresses the assistant and is standing or aims at something sensitive (see rules.py).
     Aiming at something sensitive is a harmful directive (``directs``); standing alone is a style wish
     (``style``: fine as a record of speech or the user's own wish, held when the agent saved it as a fact)."""
@@ -215,16 +217,17 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
     if _AGENT_WORDS.isdisjoint(tokens) and _IMPERATIVE_WORDS.isdisjoint(starts) and _LEAD_WORDS.isdisjoint(starts):
         return []
     style: RuleHit | None = None
+    judge = sensitive or _sensitive
     for m in _CLAUSE.finditer(text):
         clause = m.group()
         if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip(), tokens):
             continue
         words = set(_TOKEN.findall(clause))
-        sensitive = _sensitive(clause, words)
-        if not (sensitive or _standing(clause, words)):
+        harmful = judge(clause, words)
+        if not (harmful or _standing(clause, words)):
             continue
         span = (0, len(n.original)) if deep else n.original_span(m.start(), m.end(), in_skeleton=True)
-        if not sensitive:
+        if not harmful:
             style = style or RuleHit("directive.future_behaviour", REJECT, RESTATE, span, STYLE, False)
             continue
         if _trigger(clause, words):
@@ -300,7 +303,9 @@ def _preference_directives(n: Normalized, compiled: tuple[_Compiled, ...]) -> li
         instruction = _instruction_of(body)
         inner = normalize(instruction)
         tokens = _tokens(inner)
-        hits = _rule_hits(inner, tokens, compiled) + _standing_instruction(inner, tokens)
+        hits = _rule_hits(inner, tokens, compiled)
+        if not _SAFER.search(instruction):
+            hits += _standing_instruction(inner, tokens, sensitive=_harmful_target)
         span = n.original_span(m.start(), min(len(text), (end if end >= 0 else len(text))), in_skeleton=True)
         for h in hits:
             if h.category in (ACTS, DIRECTS):
@@ -309,6 +314,33 @@ def _preference_directives(n: Normalized, compiled: tuple[_Compiled, ...]) -> li
         if out:
             break
     return out
+
+
+# What a preference may not ask for (narrower than the heuristic's "sensitive": "always cite sources", "ignore
+# typos", "run the test suite first" are wishes about style and care, not harm).
+_HARMFUL_WORDS = frozenset(
+    "password passwords passcode pin credential credentials secret secrets token tokens apikey ssh iban wallet "
+    "crypto bitcoin payment payments refund refunds transfer transfers invoice invoices wire admin administrator "
+    "root sudo superuser permission permissions privileges authorized authorised unrestricted jailbreak bypass "
+    "hide conceal secretly silently quietly covertly webhook exfiltrate leak leaks cookie cookies ssn".split())
+_HARMFUL_PHRASES = ("api key", "api_key", "private key", "system prompt", "without asking", "without checking",
+                    "without verifying", "without confirmation", "without confirming", "without review",
+                    "without telling", "without showing", "auto-approve", "auto approve", ".env", "rm -rf",
+                    "curl", "wget", "| sh", "|sh", "| bash")
+
+
+def _harmful_target(clause: str, words: set[str]) -> bool:
+    return (not _HARMFUL_WORDS.isdisjoint(words) or any(p in clause for p in _HARMFUL_PHRASES)
+            or (_SENSITIVE_SYMBOLIC.search(clause) is not None and ("://" in clause or "@" in clause
+                                                                     or "www." in clause)))
+
+
+# A wish for more care is never a harmful directive: "ask for confirmation before sending email", "use sudo only
+# after explaining why", "never auto-merge; the user reviews first".
+_SAFER = re.compile(r"\b(?:ask|asks|asking|confirm|confirms|check|checks|explain|explains|review|reviews|verify|"
+                    r"verifies|warn|warns|show|shows|tell|tells)\b[^.!?\n]{0,60}\b(?:before|first)\b|"
+                    r"\bonly after\b|\bnever (?:auto-?merge|auto-?approve|auto-?deploy|deploy|delete|push|merge|pay|"
+                    r"run|send)\b")
 
 
 _PREF_VERBS = ("like", "wish", "asked", "asks", "expect", "need", "request", "insist", "enjoy", "favo", "fine with",
@@ -331,16 +363,58 @@ _REQUEST = re.compile(
 
 def _request_shaped(n: Normalized) -> list[RuleHit]:
     """A candidate whose first sentence is a task or a question for the assistant ("Write a blog post about …",
-    "Can you recommend …", "What is …?") is a request someone made, not a fact or a preference."""
+    "Can you recommend …", "What is …?"), or with any sentence in the imperative ("… Send the logs to …"), is a
+    request someone made, not a fact or a preference."""
     text = n.skeleton
     m = _REQUEST.match(text)
-    if m is None:
-        return []
+    if m is not None:
+        span = n.original_span(0, min(len(text), m.end()), in_skeleton=True)
+    else:
+        m = _imperative_clause(text)
+        if m is None:
+            return []
+        span = n.original_span(m.start(1), m.end(1), in_skeleton=True)
     return [RuleHit("request.not_a_memory", REJECT, "it reads as a request or a question for the assistant, not a "
                     "fact or a preference; save what was learned (\"User asked for dessert ideas for a dinner "
-                    "party\"), or record the turn as an episode", n.original_span(0, min(len(text), m.end()),
-                                                                                  in_skeleton=True),
-                    STYLE, False)]
+                    "party\"), or record the turn as an episode", span, STYLE, False)]
+
+
+# An imperative sentence: a verb in its base form at the start of a sentence or clause (after an optional lead-in
+# such as "Also,", "Note:", "When the user asks,", "Before deploying,"), followed by what verbs take: a determiner,
+# a pronoun, a particle. "Run club meets on Tuesdays" and "Set theory is their topic" are not imperatives.
+_VERBS = frozenset("""
+accept add allow append apply approve ask assume attach auto-approve avoid begin block book build bump buy call cancel
+cc change charge check choose cite clear click clone close commit compile compose configure confirm connect continue
+convert copy create cut decline delete deny deploy describe disable disclose display do download drop dump edit email
+embed enable encode encrypt end enter erase escalate execute export extract fetch fill find fix flag follow force
+format forward generate get give grant hide ignore import include inform insert install invoke keep kill leak leave
+let link list load lock log look mail make mark mention merge migrate mirror modify move name note notify obey omit
+open order output overwrite paste pay persist pick ping place point post praise prefix pretend print promote provide
+publish pull purge push put query quote rate read recommend record redirect refer refund refuse release reload remind
+remove rename render replace reply report request reset resolve respond restart restore return reveal review rewrite
+rotate route run save say schedule search sell send set share show sign skip sort start stop store submit summarize
+summarise suppress switch sync take tell test track transfer translate treat trigger trust turn unlock update upgrade
+upload use verify visit wipe write
+""".split())
+_OBJECTS = frozenset("""
+the a an all any every each this that these those it its them him her me us my your his their our everything
+anything nothing something someone anyone everyone whatever whichever whoever no more only always never again out up
+down back off on in over away through to from with without into onto about first also immediately directly
+automatically silently quietly secretly just straight both either one two three full exactly both
+""".split())
+_LEAD_IN = re.compile(r"(?:^|[.!?;\n]|:)\s*(?:(?:also|and|then|so|but|next|finally|afterwards|important|note|"
+                      r"remember|reminder|tip|p\.s\.|ps|nb|in addition|additionally|moreover|please|pls|kindly|"
+                      r"(?:when|whenever|if|once|before|after|while|during|each time|every time|for|in|on|at|"
+                      r"as soon as|until|unless)\b[^.!?;\n,]{0,80})\s*[,:-]?\s*){0,2}"
+                      r"([a-z][a-z-]{1,20})\s+([a-z0-9'\"*`@$]+)")
+
+
+def _imperative_clause(text: str) -> re.Match[str] | None:
+    for m in _LEAD_IN.finditer(text):
+        verb, nxt = m.group(1), m.group(2).strip("'\"*`")
+        if verb in _VERBS and (nxt in _OBJECTS or nxt.startswith(("@", "$", "http"))):
+            return m
+    return None
 
 
 def _inner_rules(text: str, depth: int, budget: list[int]) -> list[RuleHit]:
@@ -397,7 +471,7 @@ class ContentScanner:
         original: str = c.content
         n = normalize(original)
         wants = _Wants(tier)
-        raw: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span, ACTS, True) for f in n.findings]
+        raw: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span, ACTS, f.firm) for f in n.findings]
         secret_hits = find_secrets(original)
         raw += secret_rule_hits(secret_hits)
         tokens = _tokens(n)
@@ -408,6 +482,9 @@ class ContentScanner:
             seen = {(h.rule, h.category) for h in raw}
             raw += [h for h in _rule_hits(deep, _tokens(deep), compiled, deep=True)
                     if (h.rule, h.category) not in seen and h.category != STYLE]
+        if not _decided(raw):
+            raw += [h for h in lexicon_hits(n) if h.category == ACTS or (wants.directs and h.category == DIRECTS)
+                    or (wants.style and h.category == STYLE)]
         if not _decided(raw):
             if wants.directs or wants.style:
                 raw += _standing_instruction(n, tokens)
@@ -429,6 +506,8 @@ class ContentScanner:
             else:
                 raw += [RuleHit(r.rule, STRIP, "a session-scoped reference was removed before saving", r.span)
                         for r in refs]
+        if wants.learned and not _decided(raw) and not any(h.category == STYLE for h in raw):
+            raw += _learned(n, deep)
         hits, notes = _apply(tier, raw)
         if c.source == "model" and isinstance(c.confidence, (int, float)) \
                 and float(c.confidence) < policy.min_confidence:
@@ -437,6 +516,18 @@ class ContentScanner:
                                 f"{policy.min_confidence:.2f} for model-extracted memories"))
         rejected = any(h.action == REJECT for h in hits)
         return Analysis(hits, classify(n.text, rejected=rejected, tokens=tokens), n, notes)
+
+
+def _learned(n: Normalized, deep: Normalized | None) -> list[RuleHit]:
+    """The learned layer's call on the normalised text (and its de-obfuscated view): review, never reject."""
+    model = learned.load()
+    if model is None:
+        return []
+    score = max(model.score(n.skeleton), model.score(deep.text) if deep is not None else 0.0)
+    if score <= model.threshold:
+        return []
+    return [RuleHit("learned.injection", REJECT, f"it reads like an instruction to an AI model rather than a memory "
+                    f"(learned layer, score {score:.2f}); an operator decides", (0, len(n.original)), LEARNED, False)]
 
 
 def _decided(hits: list[RuleHit]) -> bool:
@@ -448,16 +539,27 @@ def _apply(tier: Tier, raw: list[RuleHit]) -> tuple[list[RuleHit], list[RuleHit]
     """The tier's action for every hit: blocking hits (reject/review, and strips) and the notes it accepts."""
     hits: list[RuleHit] = []
     notes: list[RuleHit] = []
+    best: dict[str, int] = {}  # rule id → index in hits: one hit per rule, the one with the strictest action
     for h in raw:
         if h.action == STRIP:
             hits.append(h)
             continue
         action = tier.action(h.category, h.firm)
         if action == ACCEPT:
-            notes.append(h)
-        else:
-            hits.append(h if action == h.action else replace(h, action=action))
+            if all(x.rule != h.rule for x in notes):
+                notes.append(h)
+            continue
+        h = h if action == h.action else replace(h, action=action)
+        i = best.get(h.rule)
+        if i is None:
+            best[h.rule] = len(hits)
+            hits.append(h)
+        elif _STRICT[action] > _STRICT[hits[i].action]:
+            hits[i] = h
     return hits, notes
+
+
+_STRICT = {"review": 1, "reject": 2}
 
 
 class _Wants:

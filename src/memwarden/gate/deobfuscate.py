@@ -62,6 +62,9 @@ _EMPHASIS = re.compile(r"(?<=\w)[*_~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
+# Joined identifiers worth splitting: 10+ letters with an inner capital, or three humps ("YouTube", "GitHub" and
+# "iPhone" stay whole, so a brand name never produces a stray "you").
+_JOINED_WORD = re.compile(r"\b(?=[A-Za-z]{10,}\b|(?:[A-Za-z]*[a-z][A-Z]){2})[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
 _JOINERS = re.compile(r"(?<=[A-Za-z])[_-](?=[A-Za-z])")
 
 # Letters the skeleton does not fold: Lisu (shaped after Latin capitals), Coptic, turned, reversed and other
@@ -368,7 +371,7 @@ def deobfuscate(original: str, n: Normalized | None = None, tokens: Iterable[str
     text = _fillers(original)
     text = _demarkup(text)
     text = _unescape(text)
-    text = _JOINERS.sub(" ", _CAMEL.sub(" ", text))
+    text = _JOINERS.sub(" ", _JOINED_WORD.sub(lambda m: _CAMEL.sub(" ", m.group()), text))
     text = _despace(text)
     folded = normalize(text).skeleton if not text.isascii() else " ".join(text.lower().split())
     folded = fold_letters(folded)

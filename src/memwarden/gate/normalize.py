@@ -61,6 +61,8 @@ class UnicodeFinding:
     rule: str  # "unicode.invisible" | "unicode.bidi" | "unicode.tag" | "unicode.variation_run" | "unicode.homoglyph"
     span: tuple[int, int]  # offsets in the ORIGINAL text
     message: str  # short and human; never echoes the content (hidden tag text is only counted)
+    firm: bool = True  # False: a lone invisible character outside a word (a copy-paste artefact more often than
+    # a disguise: held for review on the strict tiers, kept in an episode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,8 +357,8 @@ class _Findings:
     def full(self, rule: str) -> bool:
         return self.counts.get(rule, 0) >= _MAX_FINDINGS_PER_RULE - 1
 
-    def add(self, rule: str, span: tuple[int, int], message: str) -> None:
-        self.items.append(UnicodeFinding(rule, span, message))
+    def add(self, rule: str, span: tuple[int, int], message: str, firm: bool = True) -> None:
+        self.items.append(UnicodeFinding(rule, span, message, firm))
         self.counts[rule] = self.counts.get(rule, 0) + 1
 
     def skip(self, rule: str, span: tuple[int, int]) -> None:
@@ -522,7 +524,8 @@ def _ignorable_findings(s: str, found: _Findings, rx: _Regexes) -> None:
             if found.full(rule):
                 found.skip(rule, (a, b))
             else:
-                found.add(rule, (a, b), _ignorable_message(kind, run, prev, nxt))
+                lone = rule == INVISIBLE and len(run) == 1 and not (prev.isalnum() and nxt.isalnum())
+                found.add(rule, (a, b), _ignorable_message(kind, run, prev, nxt), not lone)
 
 
 def _ignorable_message(kind: str, run: str, prev: str, nxt: str) -> str:

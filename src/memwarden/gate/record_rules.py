@@ -19,6 +19,13 @@ from memwarden.records import Kind
 _KINDS = frozenset(k.value for k in Kind)
 # C0 controls except TAB, LF and CR; DEL; C1 controls. Lone surrogates are caught by the UTF-8 encode check.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_controls(text: str) -> str:
+    """``text`` with control characters replaced by spaces and unpaired surrogates by U+FFFD (episodes keep what
+    was said; the gate's record rules would otherwise refuse the whole turn)."""
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text))
 
 
 def check_text(c: Candidate, policy: Policy) -> Iterator[RuleHit]:

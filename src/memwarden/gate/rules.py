@@ -191,7 +191,9 @@ RULES: tuple[Rule, ...] = (
             r"(?:been\s+)?(?:granted\s+|given\s+|now\s+|an?\s+|the\s+|full\s+|verified\s+|elevated\s+)*"
             r"(?:admin|administrator|root|superuser|super-user|super user|sudo|sysadmin|owner|operator|"
             r"moderator|elevated|privileged|unrestricted|full|god-mode|maintainer)\s+(?:level\s+)?(?:privileges?|"
-            r"rights|access|role|permissions?|clearance|status|powers|mode|account)\b",
+            r"rights|access|role|permissions?|clearance|status|powers|mode|account)\b"
+            r"(?![^.!?\n]{0,40}\b(?:(?:his|her|their|my|the user's) own|(?:his|her|their|my) (?:personal |home |work )?"
+            r"(?:laptop|computer|machine|pc|desktop|mac|server|phone|router|raspberry pi|homelab|nas)))",
             r"\b(?:user|he|she|they|i|this (?:account|user|customer|caller|person))\s+(?:is|are|am|has been|have "
             r"been|'s|'m)\s+(?:an?\s+)?(?:verified\s+|authorized\s+|authorised\s+)?(?:admin|administrator|"
             r"superuser|root user|system administrator|security officer|developer of (?:this|the) "
@@ -476,7 +478,7 @@ RULES: tuple[Rule, ...] = (
             r"admin|assistant|tool_result|function_results?|tool_output|context|memory|memories|"
             r"user_memory|policy|rules)\s*>",
             r"(?:^|\n)\s*(?:#{1,6}\s*|\*\*\s*|\[\s*)?(?:system|developer|system prompt|system message|"
-            r"developer message|admin|root|sys|instruction|instructions)\s*(?:\]|\*\*)?\s*:",
+            r"developer message|admin|root|sys)\s*(?:\]|\*\*)?\s*:",
             r"(?:^|\n)\s*#{2,6}\s*(?:system|instruction|instructions|human|assistant|user|response|input)\b",
             r"\n\s*(?:human|assistant|user|ai|bot|model)\s*:",
             r"</s>\s*<s>|<\s*/?\s*s\s*>\s*\[|<\|?\s*endoftext\s*\|?>",
@@ -955,6 +957,112 @@ RULES = (
     )),
     _MH,
     _MT,
+    # a line that starts "Instruction:" is a prompt template's field as often as a fake turn: ambiguous
+    Rule("control.token", "reject", _K.message,
+         patterns=(r"(?:^|\n)\s*(?:#{1,6}\s*|\*\*\s*|\[\s*)?(?:instruction|instructions)\s*(?:\]|\*\*)?\s*:",),
+         needles=(":",), category="acts", firm=False),
+    # --- structure: what reads as an instruction to the assistant rather than a statement (issue 11) ----------
+    Rule(
+        "directive.future_behaviour", "reject", RESTATE,
+        patterns=(
+            # the assistant (or every answer) is told what it must do, anywhere in the text
+            r"\b(?:you|the assistant|assistants|the ai|ai assistants?|the model|the bot|the chatbot|the agent|agents|"
+            r"claude|chatgpt|copilot|gemini|the llm)\s+(?:must|should|shall|will always|will never|needs? to|has to|"
+            r"have to|is to|are to|is required to|are required to|may not|must not|mustn't|cannot|can't|should not|"
+            r"shouldn't|is expected to|are expected to|is supposed to|are supposed to|is only allowed to|"
+            r"is not allowed to|are not allowed to|is never to|are never to)\b",
+            r"\b(?:every|each|all|any)\s+(?:future\s+|new\s+|later\s+|subsequent\s+|single\s+|outgoing\s+|generated\s+)?"
+            r"(?:answers?|repl(?:y|ies)|responses?|messages?|emails?|sessions?|conversations?|chats?|outputs?|"
+            r"summar(?:y|ies)|commits?|prs?|pull requests?|code (?:change|suggestion)s?|drafts?|reports?|posts?|"
+            r"documents?|tool calls?|scripts?|html files?|files?|installs?|invoices?|payments?|transfers?)\s+"
+            r"(?:must|should|shall|will|needs? to|has to|have to|is to|are to|gets?|goes|go|is|are)\s+"
+            r"(?:also\s+|now\s+|always\s+|first\s+)?(?:to\s+)?(?:be\s+)?(?:sent|copied|cc'?d|bcc'?d|forwarded|posted|"
+            r"uploaded|mirrored|routed|logged|signed|approved|shared|include[sd]?|contain|end|start|begin|mention|"
+            r"link|add|append|go|come|use|run|through|via|to|prefixed|followed)\b",
+            r"\b(?:at|in|to)\s+the\s+(?:beginning|start|end|top|bottom|close)\s+of\s+(?:every|each|all|any)\s+(?:new\s+)?"
+            r"(?:sessions?|conversations?|chats?|repl(?:y|ies)|responses?|answers?|messages?|emails?|outputs?)\b",
+            r"\b(?:in|for|during)\s+(?:every|each|all|any)\s+(?:new|future|subsequent|later|other)\s+(?:sessions?|"
+            r"conversations?|chats?|tasks?|requests?)\b",
+            r"\bfor the rest of (?:this|the|their|the user's) (?:account|session|conversation|life|lifetime|"
+            r"relationship|time)\b",
+        ),
+        words=_w("you", "assistant", "assistants", "ai", "model", "bot", "chatbot", "agent", "agents", "claude",
+                 "chatgpt", "copilot", "gemini", "llm", "every", "each", "all", "any", "beginning", "start", "end",
+                 "top", "bottom", "close", "rest"),
+        category="style", firm=False,
+    ),
+    # --- safety switched off in configuration, or as settings in any syntax ------------------------------------
+    Rule(
+        "directive.future_behaviour", "reject",
+        "it switches off a safety check (certificate or signature verification, confirmation, sandboxing, "
+        "filters); memory cannot change how carefully the assistant works",
+        patterns=(
+            r"\bverify\s*=\s*false\b|--trusted-host\b|--insecure\b|\bstrict-ssl\s*[=:]?\s*false\b|"
+            r"\bnode_tls_reject_unauthorized\s*=\s*['\"]?0\b|\bgosumdb\s*=\s*off\b|\bgonosum(?:db|check)\b|"
+            r"\bgoinsecure\b|\bgoflags\s*=\s*-insecure\b|--no-verify\b|\bsslverify\s*(?:=|\s)\s*false\b|"
+            r"\bpip_trusted_host\b|\bgpgcheck\s*=\s*0\b|--nogpgcheck\b|--no-gpg-check\b|--skip-signature\b|"
+            r"\bcheck_hostname\s*=\s*false\b|\bcert_none\b|\brejectunauthorized\s*:\s*false\b|"
+            r"--disable-(?:signature|tls|ssl|verification|sandbox)\b|--no-sandbox\b|--allow-unauthenticated\b|"
+            r"\binsecure-skip-tls-verify\b|\bset\s+-o\s+noclobber\b(?!x)|--dangerously-skip-permissions\b|"
+            r"--yolo\b|--no-check-certificate\b|\bcurl\s+-k\b|\bcurl\s+--insecure\b",
+            r"(?:^|[\s{,\[\"'`]|\b)[\"'`]?(?:safety|safety_?filter|content_?filter|filters?|guard(?:rail)?s?|moderation|"
+            r"confirm(?:ation)?s?|require_?confirm(?:ation)?|ask_?before_?\w+|approval|require_?approval|"
+            r"human_?(?:review|approval|in_?the_?loop)|review|verify|verification|sandbox(?:ed|ing)?|auto_?execute|"
+            r"auto_?approve|auto_?run|auto_?confirm|auto_?merge|autonomous(?:_?mode)?|restrict(?:ed|ions)?|"
+            r"jailbreak|unrestricted|bypass|allow_?all|trust_?all|trust_?level|permission_?mode|exfil\w*|"
+            r"developer_?mode|god_?mode|yolo(?:_?mode)?|dangerous(?:ly)?_?\w*|skip_?\w*(?:check|verification|review|"
+            r"test)s?|disable_?\w+)[\"'`]?\s*[:=]\s*[\"'`]?(?:true|false|off|on|0|1|none|no|yes|disabled|enabled|"
+            r"allow|always|never|skip|bypass|admin|root|max|full|unrestricted)\b",
+        ),
+        words=_w("verify", "trusted", "host", "insecure", "ssl", "tls", "gosumdb", "gonosumdb", "gonosumcheck",
+                 "goinsecure", "goflags", "no", "sslverify", "pip_trusted_host", "gpgcheck", "nogpgcheck", "gpg",
+                 "skip", "check_hostname", "cert_none", "rejectunauthorized", "disable", "sandbox", "allow",
+                 "unauthenticated", "dangerously", "yolo", "certificate", "curl", "node_tls_reject_unauthorized",
+                 "strict", "safety", "safety_filter", "safetyfilter", "content_filter", "filter", "filters", "guard",
+                 "guards", "guardrails", "moderation", "confirm", "confirmation", "confirmations",
+                 "require_confirmation", "approval", "require_approval", "review", "verification", "sandboxed",
+                 "auto_execute", "autoexecute", "auto_approve", "autoapprove", "auto_run", "auto_confirm",
+                 "auto_merge", "autonomous", "autonomous_mode", "restricted", "restrictions", "jailbreak",
+                 "unrestricted", "bypass", "allow_all", "trust_all", "trust_level", "permission_mode",
+                 "developer_mode", "god_mode", "yolo_mode", "human_review", "human_approval", "human_in_the_loop",
+                 "ask_before_deleting", "ask_before_running"),
+        needles=("_", "--", "="),
+        category="directs",
+    ),
+    # --- tool or payment redirection stated as a fact about the project (review: text alone cannot tell) -------
+    Rule(
+        "route.tool", "reject",
+        "it names where the assistant should fetch code, send data or make payments (a registry, mirror, remote, "
+        "webhook, login page or account); routing comes from the application's configuration, so an operator "
+        "checks such a memory before it is used",
+        patterns=(
+            r"\b(?:package index|index[- ]url|pypi (?:index|mirror|server|proxy)|npm registry|registry|mirror|proxy|"
+            r"git remote|remote|upstream|origin url|webhook|callback url|base url|api url|api base|endpoint|sso|"
+            r"log ?in page|sign[- ]in page|download (?:page|link|url|site)|update server|artifact (?:store|repo"
+            r"(?:sitory)?)|maven repo(?:sitory)?|go module proxy|goproxy|(?:docker|container|helm|apt|conda|cargo|"
+            r"gem|nuget) (?:registry|repo(?:sitory)?|channel|index|source)|script src|tracking pixel|browser "
+            r"extension|extension store|hooks? (?:from|repo)|support (?:number|line|email|contact|phone|desk)|"
+            r"helpdesk|help desk|hotline|iban|account number|routing number|wallet(?: address)?|sort code|"
+            r"bank account|paypal(?: account)?|payout account|deploy (?:script|key)|install(?:er)? script|"
+            r"bootstrap script|setup script)\b[^.!?\n]{0,80}(?:https?://|\bwww\.|\bgit@|[\w.+-]{1,64}@[\w-]{1,63}\.\w{2,}|"
+            r"\b[\w-]{1,63}(?:\.[\w-]{1,63}){0,4}\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top|co|me|ly|biz|info|"
+            r"sh|tech|link|live|online|store)\b|\+?\d[\d\s().-]{7,}\d|\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){3,}|"
+            r"\b(?:0x[0-9a-f]{40}|bc1[a-z0-9]{20,}|[13][a-km-zA-HJ-NP-Z1-9]{25,34})\b|\b(?:\d{1,3}\.){3}\d{1,3}\b)",
+            r"(?:https?://|\bgit@|\bwww\.)[^\s]{1,200}\s+(?:is|as)\s+(?:the|our|their|its)\s+(?:only\s+)?"
+            r"(?:official|approved|canonical|trusted|verified|correct|real|new|primary|allowed)\b",
+            r"\b(?:the|our|their|its)\s+(?:only\s+)?(?:official|approved|canonical|trusted|verified|correct|real|"
+            r"new|primary|allowed)\s+(?:\w+\s+){0,3}(?:is|are|lives at|lives on|moved to|is now)\s+(?:https?://|"
+            r"\bgit@|www\.|[\w-]+\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top))",
+        ),
+        words=_w("index", "url", "pypi", "npm", "registry", "mirror", "proxy", "remote", "upstream", "origin",
+                 "webhook", "callback", "base", "api", "endpoint", "sso", "login", "log", "sign", "download",
+                 "update", "artifact", "maven", "module", "goproxy", "docker", "container", "helm", "apt", "conda",
+                 "cargo", "gem", "nuget", "script", "tracking", "extension", "hooks", "hook", "support", "helpdesk",
+                 "help", "hotline", "iban", "account", "routing", "wallet", "sort", "bank", "paypal", "payout",
+                 "deploy", "install", "installer", "bootstrap", "setup", "official", "approved", "canonical",
+                 "trusted", "verified", "correct", "real", "primary", "allowed"),
+        category="directs", firm=False,
+    ),
 )
 
 
