@@ -3,7 +3,8 @@
 Rules are precise where someone wrote them and blind everywhere else: a paraphrase, a language nobody wrote a
 pattern for, a directive in an unusual register. This layer scores how much a candidate reads like an
 instruction aimed at an AI model rather than a memory, in any script, from character n-grams (1–5 characters
-of the de-obfuscated, case-folded text; digits read as ``0``), hashed into ``2**BITS`` buckets. Its call is never
+of the de-obfuscated, case-folded text; digits read as ``0``; addresses as ``url``/``email``/``host``), hashed
+into ``2**BITS`` buckets. Its call is never
 a rejection on its own: above the model's threshold the candidate is ``review`` on the strict tiers (held for an
 operator, G6), and the episode tier does not run it at all (:mod:`.tiers`).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from importlib import resources
 
@@ -32,75 +34,91 @@ NGRAMS = (1, 2, 3, 4, 5)
 CHUNK = 320  # characters per scored chunk at most
 _P = np.uint64(1_000_003)
 _SALTS = {n: np.uint64(0x9E3779B97F4A7C15 * (n + 1) & 0xFFFFFFFFFFFFFFFF) for n in NGRAMS}
+_SALT_COL = np.array([_SALTS.get(n, np.uint64(0)) for n in range(1, max(NGRAMS) + 1)],
+                     dtype=np.uint64).reshape(-1, 1)
 _SHIFT = np.uint64(64 - BITS)
-_P_INV = np.uint64(pow(1_000_003, -1, 1 << 64))
-_WORD_SALT, _PAIR_SALT = np.uint64(0x2545F4914F6CDD1D), np.uint64(0x94D049BB133111EB)
 _DIGITS = re.compile(r"\d")
 _BREAK = re.compile(r"[.!?。！？؟।\n;]+\s*")
 MODEL_FILE = "injection_model.npz"
 
 
 _URL = re.compile(r"(?:https?|ftp|file|wss?)://\S{1,500}|\bwww\.\S{1,500}")
-_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
-_HOST = re.compile(r"\b[\w-]{1,63}(?:\.[\w-]{1,63})*\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top|co|me|"
-                   r"ly|biz|info|sh|tech|link|live|online|store|ai|gg|tv|us|uk|de|fr|jp|example)\b")
-MIN_FEATURES = 24  # a chunk with fewer distinct features says too little to score
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,6}")
+_TLD = re.compile(r"\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top|co|me|ly|biz|info|sh|tech|link|live|"
+                  r"online|store|ai|gg|tv|us|uk|de|fr|jp|example)\b")
+_HOST_LEFT = re.compile(r"[\w.-]{1,200}$")
 _BLOB = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
 _RUN = re.compile(r"(.)\1{3,}")
+MIN_FEATURES = 24  # a chunk with fewer distinct features says too little to score
+
+
+def _hosts(text: str) -> str:
+    """Host names ("pkgs.example.io") read as ``host``: found from their top-level domain, leftwards."""
+    out: list[str] = []
+    pos = 0
+    for m in _TLD.finditer(text):
+        if m.start() < pos:
+            continue
+        left = _HOST_LEFT.search(text, max(pos, m.start() - 200), m.start())
+        a = left.start() if left is not None else m.start()
+        if a == m.start():
+            continue
+        out.append(text[pos:a])
+        out.append(" host ")
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def prepare(text: str) -> str:
     """The text the model reads: already normalised by the gate; URLs, e-mail addresses and host names read as
     ``url``/``email``/``host`` (what an address is matters, its name is noise the model would learn as a
     shortcut), long blobs removed (decoding them is the encodings layer's job), runs of one character cut to
-    three, digits folded to ``0``; padded with spaces."""
-    text = _URL.sub(" url ", text)
-    text = _EMAIL.sub(" email ", text)
-    text = _HOST.sub(" host ", text)
+    three, digits folded to ``0``; padded with spaces. Each replacement runs only when its marker is present."""
+    if "://" in text or "www." in text:
+        text = _URL.sub(" url ", text)
+    if "@" in text:
+        text = _EMAIL.sub(" email ", text)
+    if "." in text:
+        text = _hosts(text)
     text = _BLOB.sub(" ", text)
     text = _RUN.sub(r"\1\1\1", text)
     return " " + _DIGITS.sub("0", text) + " "
 
 
 def ngram_buckets(prepared: str) -> tuple[np.ndarray, np.ndarray]:
-    """(bucket per feature, start position per feature) of a :func:`prepare`-d text: character n-grams for every
-    n in ``NGRAMS``, and word unigrams and bigrams (words: runs between spaces)."""
-    cps = np.frombuffer(prepared.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    buckets: list[np.ndarray] = []
-    starts: list[np.ndarray] = []
-    length = len(cps)
-    mix = np.uint64(0xBF58476D1CE4E5B9)
-    with np.errstate(over="ignore"):
-        for n in NGRAMS:
-            if length < n:
-                continue
-            h = np.zeros(length - n + 1, dtype=np.uint64)
-            for k in range(n):
-                h = h * _P + cps[k:length - n + 1 + k]
-            buckets.append(((h + _SALTS[n]) * mix) >> _SHIFT)
-            starts.append(np.arange(length - n + 1, dtype=np.int64))
-        spaces = np.flatnonzero(cps == 32)
-        if len(spaces) >= 2:
-            # hash(cps[a:b]) = (S[b] - S[a]) * P**-a with S the prefix sums of cps[i] * P**i: P is odd, so it has
-            # an inverse modulo 2**64 and every word hashes independently of where it stands
-            ones = np.ones(length, dtype=np.uint64)
-            pw = np.cumprod(np.concatenate(([np.uint64(1)], ones[:-1] * _P)))
-            inv = np.cumprod(np.concatenate(([np.uint64(1)], ones[:-1] * _P_INV)))
-            pref = np.concatenate(([np.uint64(0)], np.cumsum(cps * pw, dtype=np.uint64)))
-            a, b = spaces[:-1] + 1, spaces[1:]
-            keep = b > a
-            a, b = a[keep], b[keep]
-            if len(a):
-                words = (pref[b] - pref[a]) * inv[a]
-                buckets.append(((words + _WORD_SALT) * mix) >> _SHIFT)
-                starts.append(a.astype(np.int64))
-                if len(a) >= 2:
-                    pairs = (pref[b[1:]] - pref[a[:-1]]) * inv[a[:-1]]
-                    buckets.append(((pairs + _PAIR_SALT) * mix) >> _SHIFT)
-                    starts.append(a[:-1].astype(np.int64))
-    if not buckets:
+    """(bucket per feature, start position per feature) of a :func:`prepare`-d text, all groups together."""
+    groups = ngram_groups(prepared)
+    if not groups:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(buckets).astype(np.int64), np.concatenate(starts)
+    return np.concatenate([b for b, _ in groups]), np.concatenate([s for _, s in groups])
+
+
+def ngram_groups(prepared: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per n in ``NGRAMS``, (bucket per character n-gram, start position per n-gram) of a :func:`prepare`-d text,
+    in position order. All n at once on one (length × n) matrix of code points: a handful of numpy operations
+    whatever the length (integer arithmetic wraps modulo 2**64 by design)."""
+    cps = np.frombuffer(prepared.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    length = len(cps)
+    top = max(NGRAMS)
+    if not length:
+        return []
+    padded = np.concatenate((cps, np.zeros(top - 1, dtype=np.uint64)))
+    hashes = np.empty((top, length), dtype=np.uint64)
+    h = hashes[0] = cps
+    for k in range(1, top):  # Horner: h_(k+1)[i] = h_k[i] * P + cps[i + k]
+        h = hashes[k] = h * _P + padded[k:k + length]
+    buckets = (((hashes + _SALT_COL) * _MIX) >> _SHIFT).astype(np.int64)
+    out = []
+    for n in NGRAMS:
+        count = length - n + 1
+        if count > 0:
+            out.append((buckets[n - 1, :count], _positions(count)))
+    return out
+
+
+def _positions(count: int) -> np.ndarray:
+    return _ARANGE[:count] if count <= len(_ARANGE) else np.arange(count, dtype=np.int64)
 
 
 def chunk_bounds(prepared: str) -> list[tuple[int, int]]:
@@ -122,6 +140,18 @@ def chunk_bounds(prepared: str) -> list[tuple[int, int]]:
     return out or [(0, padded_len)]
 
 
+_LOCAL = threading.local()
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+_ARANGE = np.arange(1 << 16, dtype=np.int64)
+def _scratch() -> np.ndarray:
+    """A per-thread array of one int32 per bucket, reused between calls (a fresh 1 MB array per call would cost
+    a page fault per touched page; its old contents never matter, every read slot is written first)."""
+    buf = getattr(_LOCAL, "buf", None)
+    if buf is None:
+        buf = _LOCAL.buf = np.zeros(1 << BITS, dtype=np.int32)
+    return buf
+
+
 @dataclass(frozen=True, slots=True)
 class Model:
     weights: np.ndarray  # float32, 2**BITS
@@ -132,25 +162,43 @@ class Model:
     def score(self, text: str) -> float:
         """Probability-like score (logistic) of the most instruction-like chunk of ``text``."""
         prepared = prepare(text)
-        buckets, starts = ngram_buckets(prepared)
-        if not len(buckets):
+        groups = ngram_groups(prepared)
+        if not groups:
             return 0.0
-        # each distinct feature counts once, where it first occurs (repeating a phrase does not raise the score)
-        _, first = np.unique(buckets, return_index=True)
-        buckets, starts = buckets[first], starts[first]
-        contrib = self.weights[buckets]
-        order = np.argsort(starts, kind="stable")
-        pos = starts[order]
-        csum = np.concatenate(([0.0], np.cumsum(contrib[order], dtype=np.float64)))
-        best = -np.inf
-        for a, b in chunk_bounds(prepared):
-            lo = int(np.searchsorted(pos, a, "left"))
-            hi = int(np.searchsorted(pos, b, "left"))
-            if hi - lo < MIN_FEATURES:
-                continue
-            z = (csum[hi] - csum[lo]) / np.sqrt(hi - lo) + self.bias
-            best = max(best, z)
-        return float(1.0 / (1.0 + np.exp(-best))) if best != -np.inf else 0.0
+        allb = np.concatenate([b for b, _ in groups])
+        if len(prepared) <= CHUNK:  # one chunk: the sum of its distinct features' weights
+            order = _positions(len(allb)).astype(np.int32)
+            first = _scratch()
+            first[allb] = order  # the last write wins: one index per distinct bucket
+            distinct = allb[first[allb] == order]
+            if len(distinct) < MIN_FEATURES:
+                return 0.0
+            z = float(self.weights[distinct].sum()) / float(np.sqrt(len(distinct))) + self.bias
+            return float(1.0 / (1.0 + np.exp(-z)))
+        bounds = np.asarray(chunk_bounds(prepared), dtype=np.int64)
+        # each distinct feature counts once, where it first occurs (repeating a phrase does not raise the score):
+        # writing indices in reverse leaves every bucket holding its first occurrence
+        order = np.arange(len(allb), dtype=np.int32)
+        first = _scratch()
+        first[allb[::-1]] = order[::-1]
+        keep = first[allb] == order
+        sums = np.zeros(len(bounds))
+        counts = np.zeros(len(bounds))
+        at = 0
+        for buckets, starts in groups:  # each group is in position order: one cumulative sum per group
+            k = keep[at:at + len(buckets)]
+            at += len(buckets)
+            cs = np.concatenate(([0.0], np.cumsum(np.where(k, self.weights[buckets], 0.0), dtype=np.float64)))
+            cn = np.concatenate(([0], np.cumsum(k)))
+            lo = np.searchsorted(starts, bounds[:, 0], "left")
+            hi = np.searchsorted(starts, bounds[:, 1], "left")
+            sums += cs[hi] - cs[lo]
+            counts += cn[hi] - cn[lo]
+        ok = counts >= MIN_FEATURES
+        if not ok.any():
+            return 0.0
+        z = float(np.max(sums[ok] / np.sqrt(counts[ok]))) + self.bias
+        return float(1.0 / (1.0 + np.exp(-z)))
 
 
 def doc_features(chunk: str) -> tuple[np.ndarray, np.ndarray]:
