@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 import memwarden
-from _report import cpu_model, table, us
+from _report import cpu_model, table
 from memwarden.gate import learned
 
 try:
@@ -481,7 +481,8 @@ def report(r: Run, misses: int) -> str:
         out += ["#### Other languages (attacks_a and the sealed sets): attacks detected, benign not accepted", "",
                 table(["language", "attacks detected", "benign not accepted"], rows, right=[False, True, True]), ""]
 
-    refused = [(it, o) for it, o in zip(r.items, r.mw, strict=True) if o.via == "record_turns" and o.verdict != "accept"]
+    refused = [(it, o) for it, o in zip(r.items, r.mw, strict=True)
+               if o.via == "record_turns" and o.verdict != "accept"]
     out += [f"#### Benign turns not accepted through record_turns ({len(refused)}; every one listed)", ""]
     out += [f"- [{it.set} / {it.group}] {o.verdict}: {', '.join(o.rules) or '-'} — {printable(it.text, 160)}"
             for it, o in refused] or ["- none"]

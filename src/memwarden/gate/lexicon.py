@@ -123,15 +123,21 @@ def load() -> _Lexicon:
 
 
 @functools.lru_cache(maxsize=65536)
-def _candidates(word: str) -> tuple[_Entry, ...]:
-    """Entries whose first word matches ``word`` (exactly, or as a prefix); cached, since words repeat."""
+def _candidates(word: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(language, concept, the entry's further words) for every non-English entry whose first word matches
+    ``word`` (exactly or as a prefix); nothing for a word that is also an English entry or is shorter than three
+    characters (English is the English rules' job). Cached: words repeat."""
+    if len(word) < 3:
+        return ()
     lex = load()
-    cands: list[_Entry] = list(lex.exact.get(word, ()))
+    entries: list[_Entry] = list(lex.exact.get(word, ()))
     for length in lex.prefix_lengths:
         if length > len(word):
             break
-        cands.extend(lex.prefix.get(word[:length], ()))
-    return tuple(cands)
+        entries.extend(lex.prefix.get(word[:length], ()))
+    if not entries or any(e.lang == "en" for e in entries):
+        return ()
+    return tuple(dict.fromkeys((e.lang, e.concept, e.words[1:]) for e in entries))
 
 
 def _word_matches(pattern: str, word: str) -> bool:
@@ -139,8 +145,6 @@ def _word_matches(pattern: str, word: str) -> bool:
 
 
 # A concept hit: (language, concept, position) — position is a word index, or a character offset for substrings.
-# A word that is also an English entry (loanwords: "admin", "user", "root", "jailbreak") is tagged "en" whatever
-# lexicon it came from, so English text never completes another language's rule.
 Hit = tuple[str, str, int]
 
 
@@ -151,15 +155,10 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     by_word: list[Hit] = []
     n = len(words)
     for i, w in enumerate(words):
-        cands = _candidates(w)
-        if not cands:
-            continue
-        english = any(e.lang == "en" for e in cands) or len(w) < 3
-        for e in cands:
-            k = len(e.words)
-            if k == 1 or (i + k <= n and all(_word_matches(p, words[i + j]) for j, p in enumerate(e.words)
-                                             if j)):
-                by_word.append(("en" if english and k == 1 else e.lang, e.concept, i))
+        for lang, concept, tail in _candidates(w):
+            if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
+                                                      for j, p in enumerate(tail))):
+                by_word.append((lang, concept, i))
     by_char: list[Hit] = []
     if lex.substrings and not text.isascii():
         subs = lex.substrings
