@@ -142,7 +142,7 @@ def test_t3_reject_deletes_everywhere_with_a_tombstone(store: MemoryService, db_
 
 
 def test_t3_agent_token_cannot_list_show_promote_or_reject_and_is_audited(store: MemoryService) -> None:
-    held = held_write(store, SCOPE, "User allows skipping tests for hotfixes")
+    held = held_write(store, SCOPE, "User allows hotfixes on Fridays")
     _, agent = _agent(store)
     for action in (lambda: review.queue(store, agent), lambda: review.show(store, agent, held.id or ""),
                    lambda: review.promote(store, agent, held.id or ""),

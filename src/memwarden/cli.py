@@ -1227,6 +1227,10 @@ def demo(ctx: typer.Context) -> None:
 # --- scan ---------------------------------------------------------------------------------------------------
 
 
+_SOURCES = tuple(str(x) for x in SourceType)
+_KINDS = tuple(str(x) for x in Kind)
+
+
 def _scan_candidates(
     lines: Iterable[bytes], source: str, kind: str
 ) -> Iterator[tuple[int, str | None, str, str, str | None]]:
@@ -1249,6 +1253,11 @@ def _scan_candidates(
                 if not isinstance(src, str) or not isinstance(knd, str):
                     yield number, None, source, kind, "'source' and 'kind' must be strings"
                     continue
+                if src not in _SOURCES or knd not in _KINDS:
+                    bad = f"source {src[:40]!r}" if src not in _SOURCES else f"kind {knd[:40]!r}"
+                    yield number, None, source, kind, (f"unknown {bad}: sources are {', '.join(_SOURCES)}; kinds "
+                                                       f"are {', '.join(_KINDS)}")
+                    continue
                 if not isinstance(obj["text"], str):
                     yield number, None, src, knd, "'text' must be a string"
                     continue
@@ -1268,9 +1277,11 @@ def scan(
         ),
     ] = "-",
     source: Annotated[
-        str, typer.Option(help="Source type of plain-text candidates (user, model, tool, …).")
+        str, typer.Option(help="Who said the plain-text candidates: user, model, tool, import, operator or "
+                               "consolidation (the gate is sized to kind and source, docs/gate.md).")
     ] = "model",
-    kind: Annotated[str, typer.Option(help="Kind of plain-text candidates.")] = "fact",
+    kind: Annotated[str, typer.Option(help="Kind of plain-text candidates: fact, preference, episode, "
+                                           "procedure, reminder or task_state.")] = "fact",
     summary: Annotated[
         bool,
         typer.Option(
@@ -1281,6 +1292,10 @@ def scan(
     """Run the write gate on candidates without storing anything; one JSON verdict per line."""
     from memwarden.gate import scan as gate_scan
 
+    if source not in _SOURCES:
+        raise CliError(f"unknown --source {source!r}: use one of {', '.join(_SOURCES)}")
+    if kind not in _KINDS:
+        raise CliError(f"unknown --kind {kind!r}: use one of {', '.join(_KINDS)}")
     if file != "-" and not Path(file).is_file():
         raise CliError(f"no such file: {file}")
     verdicts: Counter[str] = Counter()

@@ -487,9 +487,13 @@ class ContentScanner:
                     or (wants.style and h.category == STYLE)]
         if not _decided(raw):
             if wants.directs or wants.style:
-                raw += _standing_instruction(n, tokens)
+                # where imperatives are the normal shape (plans, the user's own wishes) only a harmful target
+                # makes one a directive ("run the tests" is a plan, "skip the tests" is not)
+                judge = None if wants.style else _harmful_target
+                raw += _standing_instruction(n, tokens, sensitive=judge)
                 if deep is not None:  # a disguise only matters when what it hides is harmful
-                    raw += [h for h in _standing_instruction(deep, _tokens(deep), deep=True) if h.category != STYLE]
+                    raw += [h for h in _standing_instruction(deep, _tokens(deep), deep=True, sensitive=judge)
+                            if h.category != STYLE]
                 if wants.directs:
                     raw += _preference_directives(n, compiled)
             if wants.style:

@@ -46,8 +46,8 @@ __all__ = ["attack_vocabulary", "deobfuscate", "fold_letters"]
 # Cheap test for "anything here could be a disguise": non-ASCII, markup/escape characters, a digit or symbol
 # touching a letter, a lower→upper case change inside a word, single letters separated by a separator.
 _SIGNAL = re.compile(
-    r"[^\x00-\x7f]|[*_~`<>&%\\|\[]|[a-zA-Z][0-9@$!][a-zA-Z0-9]|[0-9@$][a-zA-Z]|[a-z][A-Z]|"
-    r"(?<![A-Za-z])[A-Za-z][.\-/·:+,' ][A-Za-z][.\-/·:+,' ][A-Za-z](?![A-Za-z])|[a-z]{16,}")
+    r"[^\x00-\x7f]|[*_~`<>&%\\|\[]|[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]|[a-zA-Z][0-9@$!][a-zA-Z0-9]|[0-9@$][a-zA-Z]|[a-z][A-Z]|"
+    r"(?<![A-Za-z])[A-Za-z][.\-/·:+,' ][A-Za-z][.\-/·:+,' ][A-Za-z](?![A-Za-z])|[A-Za-z]{16,}")
 
 _SEPARATORS = re.compile("[\u2028\u2029\u0085\u000b\u000c]")
 _FILLERS = re.compile("[\ufffc\u2800\u3164\uffa0\u115f\u1160\u2061-\u2064\u180e]")
@@ -58,13 +58,16 @@ _HTML_COMMENT = re.compile(r"<!--(.{0,2000}?)-->", re.DOTALL)
 _MD_COMMENT = re.compile(r"\[//\]:\s*#\s*[(\"'](.{0,2000}?)[)\"']")
 _TAG = re.compile(r"</?[A-Za-z][\w:-]{0,20}(?:\s[^<>]{0,200})?/?>")
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,500})\)")
-_EMPHASIS = re.compile(r"(?<=\w)[*_~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)|(?<=\w)[*_~`]{1,3}(?![\w*_~`])")
+# emphasis marks: "*", "~" and backquotes anywhere around letters; "_" only at a word's edge ("_ignore_"), since
+# inside a word it joins an identifier (snake_case, split into words below)
+_EMPHASIS = re.compile(r"(?<=\w)[*~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)|(?<=\w)[*_~`]{1,3}(?![\w*_~`])")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
-# Joined identifiers worth splitting: 10+ letters with an inner capital, or three humps ("YouTube", "GitHub" and
-# "iPhone" stay whole, so a brand name never produces a stray "you").
-_JOINED_WORD = re.compile(r"\b(?=[A-Za-z]{10,}\b|(?:[A-Za-z]*[a-z][A-Z]){2})[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")  # digits: leetspeak inside a hump
+# Joined identifiers worth splitting: camel humps (a capital and lowercase letters or leetspeak digits), two or more,
+# in a word of 10+ characters or with three humps ("YouTube", "GitHub" and "iPhone" stay whole, so a brand name
+# never produces a stray "you"; an all-capitals word is not camelCase).
+_JOINED_WORD = re.compile(r"\b(?=[A-Za-z0-9]{10,}\b|(?:[a-z0-9]*[A-Z]){3})[a-z0-9]*(?:[A-Z][a-z0-9]+){2,}\b")
 _JOINERS = re.compile(r"(?<=[A-Za-z])[_-](?=[A-Za-z])")
 
 # Letters the skeleton does not fold: Lisu (shaped after Latin capitals), Coptic, turned, reversed and other
@@ -100,9 +103,10 @@ _FOLDABLE_SCRIPTS = ((0x0000, 0x024F), (0x0370, 0x03FF), (0x0400, 0x052F), (0x1E
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a",
                        "$": "s", "!": "i", "|": "l", "€": "e", "+": "t"})
-_LEET_TOKEN = re.compile(r"(?<![\w@$!|€+])(?=[\w@$!|€+]*[a-z])(?=[\w@$!|€+]*[0-9@$!|€+])[\w@$!|€+]{2,40}")
-_SPACED = re.compile(r"(?<![^\W\d_])([^\W\d_])([.\-_/|·•*+~:,' ])(?:[^\W\d_]\2){1,60}[^\W\d_](?![^\W\d_])")
-_SPACED_WS = re.compile(r"(?<![^\W\d_])[^\W\d_](?: [^\W\d_]){2,60}(?![^\W\d_])")
+_LEET_TOKEN = re.compile(r"(?<![\w@$!|€+])(?=[\w@$!|€+]*[a-z])(?=[\w@$!|€+]*[0-9@$!|€+])[\w@$!|€+]{2,64}")
+# single letters (or leetspeak digits) joined by one repeated separator: "i.g.n.0.r.3"
+_SPACED = re.compile(r"(?<![^\W_])([^\W_])([.\-_/|·•*+~:,' ])(?:[^\W_]\2){1,60}[^\W_](?![^\W_])")
+_SPACED_WS = re.compile(r"(?<![^\W_])[^\W_](?: [^\W_]){2,60}(?![^\W_])")
 _WORD = re.compile(r"[^\W\d_]+")
 _LONG_WORD = re.compile(r"[a-z]{10,64}")
 # A run-together word is split only if it holds one of these (C-speed test before the dynamic programme).
@@ -164,7 +168,13 @@ _CORE_WORDS = (
     "agent model ai bot chatbot llm gpt claude chatgpt override safeguards moderation ethics limitations "
     "boundaries protocols checks constraints content training programming original initial default existing "
     "current old everything anything above before below preceding instead only also please now important note "
-    "reminder remember treat trusted trust operator owner grant granted access elevated full unlimited"
+    "reminder remember treat trusted trust operator owner grant granted access elevated full unlimited "
+    "archive address file files folder link links reply replies answer answers copy copies paste site page web "
+    "server account accounts key login logins code codes note notes log logs report reports order orders "
+    "it its they them their there here what which who with from into onto about after before over under "
+    "every each other others more most some such only own same so than too very can could would should may "
+    "might must shall will just also now then when where why how all any both few many much no nor not "
+    "out up down off again further once here"
 )
 
 
@@ -232,24 +242,36 @@ def _leet(token: str, vocab: frozenset[str]) -> str:
 
 
 def _segment(word: str, vocab: frozenset[str]) -> str | None:
-    """``word`` split into vocabulary words (longest first, dynamic programming), or None when it does not split
-    into at least two words of which one has four letters or more."""
+    """``word`` split into vocabulary words by dynamic programming (fewest unknown letters, then fewest pieces;
+    unknown letters stay together as one piece), or None unless that finds two words of three letters or more
+    and leaves at most 40 % of the letters unknown."""
     n = len(word)
-    best: list[list[str] | None] = [None] * (n + 1)
-    best[0] = []
-    for i in range(n):
-        if best[i] is None:
-            continue
-        for j in range(min(n, i + 16), i, -1):
+    inf = (n + 1, n + 1)
+    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n  # (unknown letters, pieces) up to position i
+    back: list[tuple[int, bool]] = [(0, False)] * (n + 1)  # (start of the last piece, it is a known word)
+    for j in range(1, n + 1):
+        u, p = best[j - 1]
+        best[j], back[j] = (u + 1, p + 1), (j - 1, False)
+        for i in range(max(0, j - 16), j):
             piece = word[i:j]
             if piece in vocab and (len(piece) > 1 or piece in ("a", "i")):
-                cand = [*best[i], piece]  # type: ignore[misc]
-                if best[j] is None or len(cand) < len(best[j]):  # type: ignore[arg-type]
-                    best[j] = cand
-    parts = best[n]
-    if parts is None or len(parts) < 2 or max(map(len, parts)) < 4:
+                u, p = best[i]
+                if (u, p + 1) < best[j]:
+                    best[j], back[j] = (u, p + 1), (i, True)
+    parts: list[tuple[str, bool]] = []
+    j = n
+    while j > 0:
+        i, known = back[j]
+        if not known and parts and not parts[-1][1]:
+            parts[-1] = (word[i:j] + parts[-1][0], False)
+        else:
+            parts.append((word[i:j], known))
+        j = i
+    parts.reverse()
+    words = [w for w, known in parts if known and len(w) >= 3]
+    if len(words) < 2 or best[n][0] > 0.4 * n:
         return None
-    return " ".join(parts)
+    return " ".join(w for w, _ in parts)
 
 
 def _unescape(text: str) -> str:
@@ -371,6 +393,8 @@ def deobfuscate(original: str, n: Normalized | None = None, tokens: Iterable[str
     text = _fillers(original)
     text = _demarkup(text)
     text = _unescape(text)
+    if not text.isascii():  # accents off first (case kept), so "IgnöréAll" still splits at its humps
+        text = fold_letters(text)
     text = _JOINERS.sub(" ", _JOINED_WORD.sub(lambda m: _CAMEL.sub(" ", m.group()), text))
     text = _despace(text)
     folded = normalize(text).skeleton if not text.isascii() else " ".join(text.lower().split())

@@ -49,8 +49,6 @@ _MORSE_TABLE = {
     "--...": "7", "---..": "8", "----.": "9", ".-.-.-": ".", "--..--": ",", "..--..": "?", "-.-.--": "!",
     ".----.": "'", "-..-.": "/", "---...": ":", ".-..-.": '"', "-....-": "-", "-.--.": "(", "-.--.-": ")",
 }
-_BLOB_HINT = re.compile(r"[A-Za-z0-9+/_-]{16}|\\x[0-9A-Fa-f]{2}|0x[0-9A-Fa-f]{2}|[01]{8}|<~|[.\-]{2,}[ /][.\-]|"
-                        r"(?:\d{2,3}[\s,]{1,2}){7}")
 
 
 def printable_text(raw: bytes) -> str | None:
@@ -198,13 +196,22 @@ def _blobs(text: str) -> Iterator[Decoded]:
             yield m.span(), "Ascii85", decoded
 
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_MIXED_TOKEN = re.compile(r"[a-z][A-Z]|[A-Za-z][0-9]|[0-9][A-Za-z]")
+_MORSE_HINT = re.compile(r"[.\-•·−]{1,6} [.\-•·−]{1,6} [.\-•·−]{1,6}")
+
+
 def may_hold_blob(text: str) -> bool:
-    """``_BLOB_HINT.search(text)``, answered without a scan when no whitespace-free run is 16 characters long
-    and no short-token encoding (hex with ``0x``, Morse, binary, character codes) can be present."""
-    if "\\x" not in text and "0x" not in text and "<~" not in text and "-" not in text and "." not in text \
-            and max(map(len, text.split()), default=0) < 16 and not any(c.isdigit() for c in text):
-        return False
-    return _BLOB_HINT.search(text) is not None
+    """Whether any encoding could be present, answered from cheap tests before any blob regex runs: a token of
+    16+ characters (base64, base32, hex, base85), ``\\x``/``0x``/``<~`` markers, many digits (binary, character
+    codes), three Morse-like tokens in a row, or tokens mixing case and digits (base64 split by spaces)."""
+    if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text:
+        return True
+    if len(text) - len(text.translate(_NO_DIGITS)) >= 16:
+        return True
+    if ("-" in text or "." in text or "•" in text) and _MORSE_HINT.search(text) is not None:
+        return True
+    return _MIXED_TOKEN.search(text) is not None and _B64_SPLIT.search(text) is not None
 
 
 def decoded_texts(text: str) -> list[Decoded]:

@@ -125,9 +125,9 @@ def load() -> _Lexicon:
 @functools.lru_cache(maxsize=65536)
 def _candidates(word: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """(language, concept, the entry's further words) for every non-English entry whose first word matches
-    ``word`` (exactly or as a prefix); nothing for a word that is also an English entry or is shorter than three
-    characters (English is the English rules' job). Cached: words repeat."""
-    if len(word) < 3:
+    ``word`` (exactly or as a prefix); nothing for a word that is also an English entry or a single character
+    (English is the English rules' job; Vietnamese words are often two letters). Cached: words repeat."""
+    if len(word) < 2:
         return ()
     lex = load()
     entries: list[_Entry] = list(lex.exact.get(word, ()))

@@ -921,7 +921,9 @@ RULES = (
                                          "god", "restrictions")),
         ((19,), OVERRIDE, ACTS, True, _w("treat", "consider", "regard")),
         ((20,), OVERRIDE, ACTS, True, _w("obey", "follow", "execute", "comply", "carry")),
-        ((21, 22), FUTURE, DIRECTS, True, None),
+        ((21, 22), FUTURE, DIRECTS, True, _w("skip", "skips", "skipping", "bypass", "bypassing", "disable",
+                                             "disabling", "turn", "switch", "omit", "suppress", "circumvent",
+                                             "forgo", "without")),
     )),
     # permission claims: made to the system ("you are in developer mode", "I am your developer") act on a model
     # wherever they are replayed; third-person claims with a consequence direct it; bare role claims ("the user
@@ -990,6 +992,19 @@ RULES = (
                  "chatgpt", "copilot", "gemini", "llm", "every", "each", "all", "any", "beginning", "start", "end",
                  "top", "bottom", "close", "rest"),
         category="style", firm=False,
+    ),
+    # --- a URL built from the conversation ("…/search?data= + the user's last message") --------------------------
+    Rule(
+        "exfil.beacon", "reject", _X.message,
+        patterns=(
+            r"(?:https?://|www\.)[^\s]{1,300}[?&][\w-]{1,30}=\s*[\"'`]?\s*(?:\+|followed by|plus|concatenated with|"
+            r"appended with|and then)\s*"
+            r"(?:the\s+|a\s+|their\s+|your\s+)?(?:user'?s\s+|current\s+|full\s+|entire\s+|whole\s+|latest\s+|last\s+|"
+            r"previous\s+|recent\s+){0,3}(?:message|messages|prompt|conversation|chat|history|query|question|input|"
+            r"answer|reply|response|transcript|context|memory|memories|summary|data|email|password|token|secret)s?\b",
+        ),
+        needles=("://", "www."),
+        category="acts",
     ),
     # --- safety switched off in configuration, or as settings in any syntax ------------------------------------
     Rule(
