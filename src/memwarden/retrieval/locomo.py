@@ -34,7 +34,8 @@ _EVIDENCE = re.compile(r"D(\d+):(\d+)")
 class Turn:
     dia_id: str
     session: int
-    text: str  # what is stored: "Speaker: words [shared: caption]"
+    text: str  # what is stored by default: reported speech, 'Speaker said, "words"' (and the shared image)
+    raw: str = ""  # the turn as a transcript line, 'Speaker: words' (what record_turns stores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +53,19 @@ class Conversation:
 
 
 def turn_text(t: dict[str, Any]) -> str:
-    """Reported speech: the write gate reads quoted words as content, not as instructions (a bare turn such as
-    "Wow! Got any tips?" trips its standing-instruction rule: 405 of 5,882 turns, against 64 quoted)."""
+    """Reported speech, the form this benchmark stored before episodes had their own gate tier (issue 11): with
+    gate v1 a bare turn such as "Wow! Got any tips?" was rejected as an instruction (405 of 5,882 turns)."""
     text = f"{t['speaker']} said, \"{t['text']}\""
     if t.get("blip_caption"):  # the turn shared an image; its caption is part of what was said
         text += f" and shared {t['blip_caption']}."
+    return text
+
+
+def raw_text(t: dict[str, Any]) -> str:
+    """The turn as a line of the transcript, not rewritten: "Speaker: words" (and the shared image)."""
+    text = f"{t['speaker']}: {t['text']}"
+    if t.get("blip_caption"):
+        text += f" [shared: {t['blip_caption']}]"
     return text
 
 
@@ -69,7 +78,7 @@ def load(path: str | Path = DEFAULT_PATH) -> list[Conversation]:
         turns: list[Turn] = []
         n = 1
         while f"session_{n}" in conv:
-            turns += [Turn(t["dia_id"], n, turn_text(t)) for t in conv[f"session_{n}"]]
+            turns += [Turn(t["dia_id"], n, turn_text(t), raw_text(t)) for t in conv[f"session_{n}"]]
             n += 1
         ids = {t.dia_id for t in turns}
         qs = []
@@ -156,6 +165,35 @@ def build_store(convs: Sequence[Conversation], db_path: Path, embedder: Embedder
     return svc, where, dict(stats)
 
 
+def build_store_turns(convs: Sequence[Conversation], db_path: Path) -> Any:
+    """A memwarden store holding every turn as the transcript line it is, through ``Session.record_turns`` (one
+    memwarden session per LoCoMo session, each turn a user turn: both speakers are the application's users);
+    returns (service, id map, stats) like :func:`build_store`."""
+    import memwarden
+    from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
+
+    limits = dict(DEFAULT_LIMITS)
+    limits["episode"] = KindLimits(1_000_000, 1 << 30)
+    svc = memwarden.open(db_path, policy=Policy(limits=limits), durability="normal")
+    where: dict[str, set[str]] = defaultdict(set)
+    stats: dict[str, int] = defaultdict(int)
+    for c in convs:
+        scope = Scope("locomo", c.sample_id, "bench")
+        by_session: dict[int, list[Turn]] = defaultdict(list)
+        for t in c.turns:
+            by_session[t.session].append(t)
+        for turns in by_session.values():
+            with svc.session(scope) as s:
+                recorded = s.record_turns([{"role": "user", "content": t.raw} for t in turns])
+            for r in recorded:
+                stats[r.status] += 1
+                rid = getattr(r.result, "id", None)
+                if rid and r.status == "accepted":
+                    where[rid].add(turns[r.index].dia_id)
+    stats["records"] = len(where)
+    return svc, where, dict(stats)
+
+
 def memwarden_searcher(svc: Any, convs: Sequence[Conversation], where: dict[str, set[str]],
                        ranking: Ranking) -> Searcher:
     from memwarden.service import Context
@@ -183,6 +221,7 @@ def evaluate(convs: Sequence[Conversation], search: Searcher, ks: Sequence[int])
 
 
 DEFAULT_LABEL = "memwarden default (no vectors: per-scope BM25 + context expansion)"
+TURNS_LABEL = "memwarden default, raw turns stored through record_turns (\"Speaker: words\")"
 
 
 def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), embedders: Sequence[str] = (),
@@ -217,6 +256,13 @@ def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), emb
                     results[name] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
             finally:
                 svc.close()
+        t0 = time.perf_counter()
+        svc, where, stats = build_store_turns(convs, Path(tmp) / "locomo-turns.db")
+        info["build raw turns (record_turns)"] = {**stats, "seconds": round(time.perf_counter() - t0, 1)}
+        try:
+            results[TURNS_LABEL] = evaluate(convs, memwarden_searcher(svc, convs, where, base), ks)
+        finally:
+            svc.close()
     return {"info": info, "results": results, "ks": list(ks)}
 
 
