@@ -103,9 +103,7 @@ class Gate:
         self._scanners.append(scanner)
 
     def check(self, candidate: Candidate) -> Verdict:
-        SCANNER, record_hits, RULES_VERSION = _content()
-        from memwarden.gate.tiers import tier_for
-
+        SCANNER, record_hits, RULES_VERSION, tier_for, (SecretHit, redact, SessionRef, strip) = _content()
         tier = tier_for(candidate.kind, candidate.source)
         hits: list[RuleHit] = record_hits(candidate, self.policy)
         cleaned = False
@@ -128,9 +126,6 @@ class Gate:
             hits.extend(_run_scanner(scan, candidate, self.policy))
         worst = max((_RANK[h.action] for h in hits), default=0)
         verdict = REJECT if worst == 2 else REVIEW if worst == 1 else ACCEPT
-        from memwarden.gate.secrets import SecretHit, redact
-        from memwarden.gate.session_refs import SessionRef, strip
-
         text: str = candidate.content
         secrets = [SecretHit(h.rule.removeprefix("secret."), h.span) for h in hits
                    if h.rule.startswith("secret.") and h.span]
@@ -159,13 +154,17 @@ def _run_scanner(scan: Scanner, candidate: Candidate, policy: Policy) -> list[Ru
 
 
 @functools.cache
-def _content() -> tuple[Any, Any, str]:
-    """The content scanner, record rules and rules version, imported once on first use (they import this module)."""
+def _content() -> tuple[Any, Any, str, Any, tuple[Any, Any, Any, Any]]:
+    """The content scanner, record rules, rules version, tier table and redaction helpers, imported once on first
+    use (they import this module)."""
     from memwarden.gate.content import SCANNER
     from memwarden.gate.record_rules import record_hits
     from memwarden.gate.rules import RULES_VERSION
+    from memwarden.gate.secrets import SecretHit, redact
+    from memwarden.gate.session_refs import SessionRef, strip
+    from memwarden.gate.tiers import tier_for
 
-    return SCANNER, record_hits, RULES_VERSION
+    return SCANNER, record_hits, RULES_VERSION, tier_for, (SecretHit, redact, SessionRef, strip)
 
 
 _default_gate: Gate | None = None

@@ -370,10 +370,10 @@ def _request_shaped(n: Normalized) -> list[RuleHit]:
     if m is not None:
         span = n.original_span(0, min(len(text), m.end()), in_skeleton=True)
     else:
-        m = _imperative_clause(text)
-        if m is None:
+        found = _imperative_clause(text)
+        if found is None:
             return []
-        span = n.original_span(m.start(1), m.end(1), in_skeleton=True)
+        span = n.original_span(found[0], found[1], in_skeleton=True)
     return [RuleHit("request.not_a_memory", REJECT, "it reads as a request or a question for the assistant, not a "
                     "fact or a preference; save what was learned (\"User asked for dessert ideas for a dinner "
                     "party\"), or record the turn as an episode", span, STYLE, False)]
@@ -402,18 +402,32 @@ anything nothing something someone anyone everyone whatever whichever whoever no
 down back off on in over away through to from with without into onto about first also immediately directly
 automatically silently quietly secretly just straight both either one two three full exactly both
 """.split())
-_LEAD_IN = re.compile(r"(?:^|[.!?;\n]|:)\s*(?:(?:also|and|then|so|but|next|finally|afterwards|important|note|"
-                      r"remember|reminder|tip|p\.s\.|ps|nb|in addition|additionally|moreover|please|pls|kindly|"
-                      r"(?:when|whenever|if|once|before|after|while|during|each time|every time|for|in|on|at|"
-                      r"as soon as|until|unless)\b[^.!?;\n,]{0,80})\s*[,:-]?\s*){0,2}"
-                      r"([a-z][a-z-]{1,20})\s+([a-z0-9'\"*`@$]+)")
+_LEAD_WORDS_IN = frozenset("also and then so but next finally afterwards important note remember reminder tip ps "
+                           "nb additionally moreover please pls kindly".split())
+_CONDITIONS = frozenset("when whenever if once before after while during for in on at until unless".split())
+_CLAUSES = re.compile(r"[^.!?;:\n]+")
+_OPENERS = _VERBS | _LEAD_WORDS_IN | _CONDITIONS
+_WORD_RUN = re.compile(r"[a-z0-9'\"*`@$-]+")
 
 
-def _imperative_clause(text: str) -> re.Match[str] | None:
-    for m in _LEAD_IN.finditer(text):
-        verb, nxt = m.group(1), m.group(2).strip("'\"*`")
-        if verb in _VERBS and (nxt in _OBJECTS or nxt.startswith(("@", "$", "http"))):
-            return m
+def _imperative_clause(text: str) -> tuple[int, int] | None:
+    """(start, end) of the first clause that opens with a verb in its base form followed by what verbs take (after
+    lead-ins: "Also,", "Note:", "When the user asks, …", "Before deploying, …"), or None."""
+    if _OPENERS.isdisjoint(_CLAUSE_START.findall(text)):
+        return None  # no clause opens with a verb, a lead-in or a condition
+    for m in _CLAUSES.finditer(text):
+        clause = m.group()
+        words = _WORD_RUN.findall(clause)
+        i = 0
+        while i < len(words) and words[i] in _LEAD_WORDS_IN:
+            i += 1
+        if i < len(words) and words[i] in _CONDITIONS and "," in clause:
+            words = _WORD_RUN.findall(clause[clause.index(",") + 1:])
+            i = 0
+        if i + 1 < len(words):
+            verb, nxt = words[i], words[i + 1].strip("'\"*`")
+            if verb in _VERBS and (nxt in _OBJECTS or nxt.startswith(("@", "$", "http"))):
+                return m.start(), m.end()
     return None
 
 
@@ -470,7 +484,7 @@ class ContentScanner:
     def analyze(self, c: Candidate, policy: Policy, tier: Tier = DESCRIPTIVE) -> Analysis:
         original: str = c.content
         n = normalize(original)
-        wants = _Wants(tier)
+        wants = _Wants.of(tier)
         raw: list[RuleHit] = [RuleHit(f.rule, REJECT, f.message, f.span, ACTS, f.firm) for f in n.findings]
         secret_hits = find_secrets(original)
         raw += secret_rule_hits(secret_hits)
@@ -478,21 +492,24 @@ class ContentScanner:
         compiled = wants.compiled
         raw += _rule_hits(n, tokens, compiled)
         deep = deobfuscate(original, n, tokens)
-        if deep is not None:  # what the disguise hid; a style wish read out of a disguise is noise, not a finding
+        deep_tokens = _tokens(deep) if deep is not None else tokens
+        if deep is not None and not deep_tokens <= tokens:
+            # what the disguise hid (only when undoing it revealed words the plain text does not have); a style
+            # wish read out of a disguise is noise, not a finding
             seen = {(h.rule, h.category) for h in raw}
-            raw += [h for h in _rule_hits(deep, _tokens(deep), compiled, deep=True)
+            raw += [h for h in _rule_hits(deep, deep_tokens, compiled, deep=True)
                     if (h.rule, h.category) not in seen and h.category != STYLE]
         if not _decided(raw):
-            raw += [h for h in lexicon_hits(n) if h.category == ACTS or (wants.directs and h.category == DIRECTS)
-                    or (wants.style and h.category == STYLE)]
+            raw += [h for h in lexicon_hits(n, tokens=tokens) if h.category == ACTS
+                    or (wants.directs and h.category == DIRECTS) or (wants.style and h.category == STYLE)]
         if not _decided(raw):
             if wants.directs or wants.style:
                 # where imperatives are the normal shape (plans, the user's own wishes) only a harmful target
                 # makes one a directive ("run the tests" is a plan, "skip the tests" is not)
                 judge = None if wants.style else _harmful_target
                 raw += _standing_instruction(n, tokens, sensitive=judge)
-                if deep is not None:  # a disguise only matters when what it hides is harmful
-                    raw += [h for h in _standing_instruction(deep, _tokens(deep), deep=True, sensitive=judge)
+                if deep is not None and not deep_tokens <= tokens:  # a disguise matters when it hides harm
+                    raw += [h for h in _standing_instruction(deep, deep_tokens, deep=True, sensitive=judge)
                             if h.category != STYLE]
                 if wants.directs:
                     raw += _preference_directives(n, compiled)
@@ -570,20 +587,22 @@ class _Wants:
     """Which layers can change the verdict for a tier (the others are skipped)."""
 
     __slots__ = ("compiled", "directs", "learned", "style")
-    _cache: dict[str, tuple[_Compiled, ...]] = {}  # noqa: RUF012 - a per-process cache keyed by tier name
+    _cache: dict[Tier, _Wants] = {}  # noqa: RUF012 - a per-process cache, one entry per tier
 
     def __init__(self, tier: Tier) -> None:
         self.directs = tier.directs != ACCEPT or tier.directs_ambiguous != ACCEPT
         self.style = tier.style != ACCEPT
         self.learned = tier.learned != ACCEPT
-        compiled = self._cache.get(tier.name)
-        if compiled is None:
-            keep = {ACTS} | ({DIRECTS} if self.directs else set()) | ({STYLE} if self.style else set())
-            compiled = tuple(c for c in _RULES if c.rule.category in keep)
-            if len(compiled) == len(_RULES):
-                compiled = _RULES
-            self._cache[tier.name] = compiled
-        self.compiled = compiled
+        keep = {ACTS} | ({DIRECTS} if self.directs else set()) | ({STYLE} if self.style else set())
+        compiled = tuple(c for c in _RULES if c.rule.category in keep)
+        self.compiled = _RULES if len(compiled) == len(_RULES) else compiled
+
+    @classmethod
+    def of(cls, tier: Tier) -> _Wants:
+        wants = cls._cache.get(tier)
+        if wants is None:
+            wants = cls._cache[tier] = cls(tier)
+        return wants
 
 
 SCANNER = ContentScanner()

@@ -43,11 +43,30 @@ from memwarden.gate.normalize import Normalized, normalize
 
 __all__ = ["attack_vocabulary", "deobfuscate", "fold_letters"]
 
-# Cheap test for "anything here could be a disguise": non-ASCII, markup/escape characters, a digit or symbol
-# touching a letter, a lower→upper case change inside a word, single letters separated by a separator.
-_SIGNAL = re.compile(
-    r"[^\x00-\x7f]|[*_~`<>&%\\|\[]|[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]|[a-zA-Z][0-9@$!][a-zA-Z0-9]|[0-9@$][a-zA-Z]|[a-z][A-Z]|"
-    r"(?<![A-Za-z])[A-Za-z][.\-/·:+,' ][A-Za-z][.\-/·:+,' ][A-Za-z](?![A-Za-z])|[A-Za-z]{16,}")
+# Cheap tests for "anything here could be a disguise" on ASCII text (any other character is a signal by itself):
+# a markup or escape character, a digit or symbol touching a letter, an inner capital, single letters joined by a
+# separator, a hyphenated or very long run of letters.
+_MARKS = "*_~`<>&%\\|[@"  # ("!" and "$" are too common to be a signal alone; "n0w", "@dmin" still are)
+_HYPHENS = re.compile(r"[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]")
+_CAMELISH = re.compile(r"[a-z][A-Z]")
+_SEPARATED = re.compile(r"(?<![A-Za-z])[A-Za-z][.\-/·:+,' ][A-Za-z][.\-/·:+,' ][A-Za-z](?![A-Za-z])")
+
+
+def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
+    if not text.isascii():
+        return True
+    for c in _MARKS:
+        if c in text:
+            return True
+    if ("-" in text and _HYPHENS.search(text) is not None) or _CAMELISH.search(text) is not None:
+        return True
+    singles = 0
+    for t in tokens if tokens is not None else _WORD_OR_NUMBER.findall(text.lower()):
+        if len(t) >= 16 or (not t.isalpha() and not t.isdigit() and t.isalnum()):
+            return True  # a run-together word, or letters and digits mixed (leetspeak)
+        singles += len(t) == 1
+    return singles >= 3 and _SEPARATED.search(text) is not None
+
 
 _SEPARATORS = re.compile("[\u2028\u2029\u0085\u000b\u000c]")
 _FILLERS = re.compile("[\ufffc\u2800\u3164\uffa0\u115f\u1160\u2061-\u2064\u180e]")
@@ -108,11 +127,13 @@ _LEET_TOKEN = re.compile(r"(?<![\w@$!|€+])(?=[\w@$!|€+]*[a-z])(?=[\w@$!|€+
 _SPACED = re.compile(r"(?<![^\W_])([^\W_])([.\-_/|·•*+~:,' ])(?:[^\W_]\2){1,60}[^\W_](?![^\W_])")
 _SPACED_WS = re.compile(r"(?<![^\W_])[^\W_](?: [^\W_]){2,60}(?![^\W_])")
 _WORD = re.compile(r"[^\W\d_]+")
+_WORD_OR_NUMBER = re.compile(r"[a-z0-9]+")
 _LONG_WORD = re.compile(r"[a-z]{10,64}")
 # A run-together word is split only if it holds one of these (C-speed test before the dynamic programme).
 _JOINED_HINT = re.compile("ignor|instruc|previous|prior|system|prompt|assistant|override|forget|disregard|jailbr|"
                           "develop|admin|password|secret|reveal|conceal|always|never|fromnow|goingforward|bypass|"
                           "safety|guardrail|restrict|unrestrict|execute|confirm|permission|credential")
+MAX_SEGMENTED = 24  # run-together words split per candidate (each is a small dynamic programme)
 MAX_TYPO_WORDS = 96  # distinct unknown words checked for typos per candidate (bounded cost on long texts)
 
 
@@ -333,10 +354,13 @@ def _tokens_fix(text: str, vocab: frozenset[str]) -> str:
 
 def _joined(text: str, vocab: frozenset[str]) -> str:
     if _JOINED_HINT.search(text) is not None:
+        budget = [MAX_SEGMENTED]
+
         def split(m: re.Match[str]) -> str:
             w = m.group()
-            if w in vocab or _JOINED_HINT.search(w) is None:
+            if w in vocab or budget[0] <= 0 or _JOINED_HINT.search(w) is None:
                 return w
+            budget[0] -= 1
             return _segment(w, vocab) or w
         text = _LONG_WORD.sub(split, text)
     return text
@@ -344,51 +368,47 @@ def _joined(text: str, vocab: frozenset[str]) -> str:
 
 def _typos(text: str, vocab: frozenset[str]) -> str:
     """Correct words one edit from an attack word, when with the attack words already present that makes two."""
-    words = _WORD.findall(text)
-    known = sum(1 for w in dict.fromkeys(words) if w in _TARGET_SET)
-    fixed: dict[str, str] = {}
-    checked = 0
-    for w in dict.fromkeys(words):
-        if 5 <= len(w) <= 15 and w not in vocab and w.isascii():
-            checked += 1
-            if checked > MAX_TYPO_WORDS:
-                break
-            c = _correct(w)
-            if c is not None:
-                fixed[w] = c
-    if fixed and known + len(fixed) >= 2:
-        text = _WORD.sub(lambda m: fixed.get(m.group(), m.group()), text)
-    return text
+    fixes = typo_fixes(set(_WORD.findall(text)))
+    return _WORD.sub(lambda m: fixes.get(m.group(), m.group()), text) if fixes else text
 
 
 _TARGET_SET = frozenset(_TYPO_TARGETS)
 _TYPO_PREFIXES = frozenset(w[:3] for w in _TYPO_TARGETS) | frozenset(w[1:4] for w in _TYPO_TARGETS)
 
 
-def typo_suspect(tokens: Iterable[str]) -> bool:
-    """Whether plain text may hold a misspelt attack word worth a de-obfuscated view: an attack word is present
-    and another word looks like a misspelling of one, or two words do (a cheap test on the tokens)."""
+def typo_fixes(tokens: Iterable[str]) -> dict[str, str]:
+    """Misspelt attack words in plain text and their corrections, when with the attack words already present they
+    make two ("ignroe all previous instructions"; "ingore all previus instrucions"); else nothing. Cheap: only
+    words sharing three letters with an attack word's start are tried."""
+    words = tokens if isinstance(tokens, (set, frozenset)) else set(tokens)
     vocab = attack_vocabulary()
-    known = suspects = 0
-    for t in tokens:
-        if t in _TARGET_SET:
-            known += 1
-        elif len(t) >= 5 and t not in vocab and (t[:3] in _TYPO_PREFIXES or t[1:4] in _TYPO_PREFIXES):
-            suspects += 1
-    return suspects >= 1 and known + suspects >= 2
+    suspects = [t for t in words - vocab
+                if 5 <= len(t) <= 15 and (t[:3] in _TYPO_PREFIXES or t[1:4] in _TYPO_PREFIXES) and t.isascii()]
+    known = len(words & _TARGET_SET)
+    if not suspects or known + len(suspects) < 2:
+        return {}
+    fixes: dict[str, str] = {}
+    for t in suspects:
+        c = _correct(t)
+        if c is not None:
+            fixes[t] = c
+    if not fixes or known + len(fixes) < 2:
+        return {}
+    return fixes
 
 
 def deobfuscate(original: str, n: Normalized | None = None, tokens: Iterable[str] | None = None
                 ) -> Normalized | None:
     """The de-obfuscated view of ``original`` (see the module docstring), or None when it reads the same as the
     plain skeleton ``n`` (computed when not given). ``tokens`` (the plain text's words) let plain text without
-    any disguise skip everything but the typo check, and that too unless :func:`typo_suspect` says so."""
+    any disguise skip everything but the typo check, and that too unless :func:`typo_fixes` finds a misspelling."""
     if n is None:
         n = normalize(original)
-    if _SIGNAL.search(original) is None:
-        if tokens is None or not typo_suspect(tokens):
+    if not _signalled(original, tokens):
+        fixes = typo_fixes(tokens) if tokens is not None else {}
+        if not fixes:
             return None
-        fixed = _typos(n.skeleton, attack_vocabulary())
+        fixed = _WORD.sub(lambda m: fixes.get(m.group(), m.group()), n.skeleton)
         return None if fixed == n.skeleton else Normalized(original, fixed, fixed, ())
     text = _fillers(original)
     text = _demarkup(text)

@@ -40,7 +40,7 @@ _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])|(?:\\
                   r"(?:0x[0-9A-Fa-f]{2}[\s,]{0,2}){8,}")
 _BINARY = re.compile(r"(?<![01])(?:[01]{8}[\s,]{0,2}){6,}")
 _DECIMAL = re.compile(r"(?<![\d.])(?:\d{2,3}[\s,]{1,2}){7,}\d{2,3}(?![\d.])")
-_MORSE = re.compile(r"(?<![.\-•·−_\w])(?:[.\-•·−_]{1,7}(?: {1,3}|\s?/\s?)){6,}[.\-•·−_]{1,7}")
+_MORSE = re.compile(r"(?<![.\-•·−_\w])(?:[.\-•·−_]{1,7}(?: {1,3}|\s?/\s?)){6,2000}[.\-•·−_]{1,7}")
 _MORSE_TABLE = {
     ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
     ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
@@ -70,8 +70,8 @@ def printable_text(raw: bytes) -> str | None:
         candidates.append(raw.decode("utf-8"))
     for text in candidates:
         text = text.lstrip("\ufeff")
-        if len(text) < 6:
-            continue
+        if len(text) < 6 or len(set(text[:64])) < 3:
+            continue  # too short, or one or two characters repeated: not a message
         good = sum(ch.isprintable() or ch in "\n\t\r" for ch in text)
         letters = sum(ch.isalpha() for ch in text)
         if good >= 0.95 * len(text) and letters >= 0.5 * len(text.replace(" ", "")):
@@ -197,21 +197,22 @@ def _blobs(text: str) -> Iterator[Decoded]:
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
-_MIXED_TOKEN = re.compile(r"[a-z][A-Z]|[A-Za-z][0-9]|[0-9][A-Za-z]")
+_CAMELISH = re.compile(r"[a-z][A-Z]")
 _MORSE_HINT = re.compile(r"[.\-•·−]{1,6} [.\-•·−]{1,6} [.\-•·−]{1,6}")
 
 
 def may_hold_blob(text: str) -> bool:
     """Whether any encoding could be present, answered from cheap tests before any blob regex runs: a token of
     16+ characters (base64, base32, hex, base85), ``\\x``/``0x``/``<~`` markers, many digits (binary, character
-    codes), three Morse-like tokens in a row, or tokens mixing case and digits (base64 split by spaces)."""
+    codes), three Morse-like tokens in a row, or inner capitals (base64 split by spaces: its chunks have them)."""
     if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text:
         return True
-    if len(text) - len(text.translate(_NO_DIGITS)) >= 16:
+    digits = len(text) - len(text.translate(_NO_DIGITS))
+    if digits >= 16:
         return True
-    if ("-" in text or "." in text or "•" in text) and _MORSE_HINT.search(text) is not None:
+    if ("- " in text or ". " in text or "•" in text) and _MORSE_HINT.search(text) is not None:
         return True
-    return _MIXED_TOKEN.search(text) is not None and _B64_SPLIT.search(text) is not None
+    return _CAMELISH.search(text) is not None and _B64_SPLIT.search(text) is not None
 
 
 def decoded_texts(text: str) -> list[Decoded]:
@@ -222,7 +223,7 @@ def decoded_texts(text: str) -> list[Decoded]:
 
 
 _STOP = frozenset("the and is a to of you in that it for on are this with be your from now".split())
-_SHIFT_HINTS = frozenset("rot13 rot caesar rot47 cipher shifted".split())
+_SHIFT_HINTS = frozenset("rot13 rot caesar rot47 cipher shifted shift rotated encrypted".split())
 # Common English words: a text holding any of them is English, not a shifted cipher (a cheap test first).
 _COMMON = _STOP | frozenset(
     "i me my we our he she his her they them their it its user users user's was were has have had do does did not "
@@ -239,18 +240,22 @@ def shifted_texts(text: str, tokens: set[str]) -> list[tuple[str, str]]:
     reversing it gives attack words."""
     out: list[tuple[str, str]] = []
     hinted = not _SHIFT_HINTS.isdisjoint(tokens)
-    letters = [t for t in tokens if t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
-    if len(letters) >= 3 and (hinted or tokens.isdisjoint(_COMMON)):
+    if (hinted or tokens.isdisjoint(_COMMON)) and len(tokens) >= 3:
+        letters = [t for t in tokens if t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
+    else:
+        letters = []
+    if len(letters) >= 3:
         cues = _STOP | _REVERSE_CUES
         plain = sum(1 for t in letters if t in cues)
-        for shift in range(1, 26):
+        # rot13 always; the other 24 shifts only when the text says it is a cipher (each costs a pass)
+        for shift in range(1, 26) if hinted else (13,):
             table = _SHIFTS[shift]
             gained = sum(1 for t in letters if t.translate(table) in cues)
             if gained >= 2 and gained > plain:
                 name = "rot13" if shift == 13 else f"Caesar shift {shift}"
                 out.append((name, text.translate(_SHIFTS_CASED[shift])))
                 break
-    if len(text) >= 12:
+    if len(text) >= 12 and not tokens.isdisjoint(_REVERSED_CUES):
         rev = text[::-1]
         rev_tokens = set(re.findall(r"\w+", rev.lower()))
         if len(rev_tokens & _REVERSE_CUES) >= 2 and len(rev_tokens & _REVERSE_CUES) > len(tokens & _REVERSE_CUES):
@@ -262,6 +267,8 @@ _ABC = "abcdefghijklmnopqrstuvwxyz"
 _SHIFTS = {k: str.maketrans(_ABC, _ABC[k:] + _ABC[:k]) for k in range(1, 26)}
 _SHIFTS_CASED = {k: str.maketrans(_ABC + _ABC.upper(), _ABC[k:] + _ABC[:k] + (_ABC[k:] + _ABC[:k]).upper())
                  for k in range(1, 26)}
+_REVERSED_CUES: frozenset[str] = frozenset()  # filled below: the cue words spelt backwards
 _REVERSE_CUES = frozenset(
     "ignore previous instructions instruction rules system prompt assistant you your always never from now on "
     "the and all must send password secret reveal forget disregard admin mode developer user tell delete".split())
+_REVERSED_CUES = frozenset(w[::-1] for w in _REVERSE_CUES)

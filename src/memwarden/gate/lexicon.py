@@ -46,7 +46,6 @@ CONCEPTS = ("override", "prior", "rules", "standing", "agent", "modal", "user", 
 WINDOW = 8
 WINDOW_CHARS = 28
 MAX_TOKENS = 4096  # words looked at per candidate (a 10 KB candidate has fewer)
-_SPLIT = re.compile(r"[^\s.,!?;:()\[\]{}\"«»“”„‚‘’<>/\\|。、，！？；：（）「」『』【】《》・…।॥؟،؛]+")
 _EDGE = "'-–—_*#"
 _URLISH = re.compile(r"https?://|www\.|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}|"
                      r"\b[\w-]{1,63}\.(?:com|net|org|io|dev|app|cc|xyz|ru|cn)\b")
@@ -79,8 +78,14 @@ def _norm(entry: str) -> list[str]:
     return forms
 
 
+_SEP = r"\s.,!?;:()\[\]{}\"«»“”„‚‘’<>/\\|。、，！？；：（）「」『』【】《》・…।॥؟،؛"
+_EDGE_CLASS = r"'\-–—_*#"
+# a word: no separator, and no edge character (apostrophe, dash, underscore, *, #) at either end
+_WORDS = re.compile(f"[^{_SEP}{_EDGE_CLASS}]+(?:[{_EDGE_CLASS}]+[^{_SEP}{_EDGE_CLASS}]+)*")
+
+
 def _words(text: str) -> list[str]:
-    return [w.strip(_EDGE) for w in _SPLIT.findall(text) if w.strip(_EDGE)]
+    return _WORDS.findall(text)
 
 
 @functools.cache
@@ -148,13 +153,39 @@ def _word_matches(pattern: str, word: str) -> bool:
 Hit = tuple[str, str, int]
 
 
+@functools.cache
+def _ascii_anchors() -> tuple[frozenset[str], frozenset[str]]:
+    """Every ASCII word that starts a non-English entry, and the first four letters of every ASCII prefix entry:
+    ASCII text none of whose words is in the first set or starts with one of the second has no concept hit."""
+    lex = load()
+    exact = frozenset(w for w in lex.exact if w.isascii() and _candidates(w))
+    stems = frozenset(p[:4] for p, es in lex.prefix.items() if p.isascii() and any(e.lang != "en" for e in es))
+    # ASCII prefix entries are at least four letters (lexicon/README.md); a shorter one would be missed here
+    assert all(len(p) >= 4 for p in lex.prefix if p.isascii()), "ASCII prefix entries need four letters"
+    return exact, stems
+
+
+def may_have_concepts(tokens: set[str]) -> bool:
+    """Cheap test on an ASCII text's ``\\w+`` tokens before the word-by-word lexicon pass: every rule needs two
+    concepts, so fewer than two words that can start an entry (and no word that carries two concepts) cannot
+    complete one."""
+    exact, stems = _ascii_anchors()
+    found = (tokens & exact) | {t for t in tokens if len(t) >= 4 and t[:4] in stems}
+    if len(found) >= 2:
+        return True
+    return any(len({c for _, c, _ in _candidates(t)}) >= 2 for t in found)
+
+
 def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     """Concept hits on the words of ``text`` (segmented languages) and on its characters (unsegmented ones)."""
     lex = load()
     words = _words(text)[:MAX_TOKENS]
     by_word: list[Hit] = []
     n = len(words)
+    exact, stems = _ascii_anchors()
     for i, w in enumerate(words):
+        if w.isascii() and w not in exact and w[:4] not in stems:
+            continue  # no entry starts with this word (the ASCII index says so without a lookup per entry)
         for lang, concept, tail in _candidates(w):
             if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
                                                       for j, p in enumerate(tail))):
@@ -205,23 +236,28 @@ def _hit(rule: str, category: str, firm: bool, n: Normalized) -> RuleHit:
                    category, firm)
 
 
-def lexicon_hits(n: Normalized, text: str | None = None) -> list[RuleHit]:
-    """Rule hits from concept combinations on ``text`` (default: the normalised text of ``n``)."""
+_ANCHORS = frozenset({"override", "standing", "conceal", "send", "authority"})  # the first concept of every rule
+
+
+def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None = None) -> list[RuleHit]:
+    """Rule hits from concept combinations on ``text`` (default: the normalised text of ``n``). ``tokens`` (its
+    ``\\w+`` runs) let ASCII text that holds no lexicon word return at once."""
     text = n.text if text is None else text
+    if tokens is not None and text.isascii() and not may_have_concepts(tokens):
+        return []
     by_word, by_char = concept_hits(text)
     if not by_word and not by_char:
         return []
     out: dict[str, RuleHit] = {}
-    has_url = _URLISH.search(text) is not None
     for hits, window in ((by_word, WINDOW), (by_char, WINDOW_CHARS)):
-        if not hits:
-            continue
+        if len(hits) < 2:
+            continue  # every rule needs two concepts
         present: dict[str, set[str]] = defaultdict(set)
         for lg, c, _ in hits:
             present[lg].add(c)
         for lang, cs in present.items():
-            if lang == "en":
-                continue  # English has its own rules (gate/rules.py); the lexicon is for the other languages
+            if lang == "en" or len(cs) < 2 or cs.isdisjoint(_ANCHORS):
+                continue  # English has its own rules (gate/rules.py); a rule needs two concepts and an anchor
             def near(*concepts: str, lang: str = lang, hits: list[Hit] = hits, window: int = window) -> bool:
                 return _near(hits, lang, concepts, window) is not None
             if {"override", "rules"} <= cs and (near("override", "rules", "prior") or near("override", "rules",
@@ -239,7 +275,7 @@ def lexicon_hits(n: Normalized, text: str | None = None) -> list[RuleHit]:
                 firm = near("conceal", "agent") or near("conceal", "standing") or near("conceal", "secret")
                 out.setdefault("conceal", _hit("conceal", "directs", firm, n))
             if {"send", "secret"} <= cs and near("send", "secret") and (
-                    has_url or near("send", "agent") or near("send", "standing")):
+                    _URLISH.search(text) is not None or near("send", "agent") or near("send", "standing")):
                 out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", True, n))
             if {"authority", "agent"} <= cs and near("authority", "agent"):
                 acts = near("authority", "override") or near("authority", "rules", "agent")

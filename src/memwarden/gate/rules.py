@@ -1069,13 +1069,10 @@ RULES = (
             r"new|primary|allowed)\s+(?:\w+\s+){0,3}(?:is|are|lives at|lives on|moved to|is now)\s+(?:https?://|"
             r"\bgit@|www\.|[\w-]+\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top))",
         ),
-        words=_w("index", "url", "pypi", "npm", "registry", "mirror", "proxy", "remote", "upstream", "origin",
-                 "webhook", "callback", "base", "api", "endpoint", "sso", "login", "log", "sign", "download",
-                 "update", "artifact", "maven", "module", "goproxy", "docker", "container", "helm", "apt", "conda",
-                 "cargo", "gem", "nuget", "script", "tracking", "extension", "hooks", "hook", "support", "helpdesk",
-                 "help", "hotline", "iban", "account", "routing", "wallet", "sort", "bank", "paypal", "payout",
-                 "deploy", "install", "installer", "bootstrap", "setup", "official", "approved", "canonical",
-                 "trusted", "verified", "correct", "real", "primary", "allowed"),
+        # only where an address is present: a host, URL or e-mail (the phrases alone are ordinary words)
+        needles=("://", "www.", "git@", "@", ".com", ".net", ".org", ".io", ".dev", ".app", ".cloud", ".cc", ".cn",
+                 ".ru", ".xyz", ".shop", ".site", ".top", ".co", ".me", ".ly", ".biz", ".info", ".sh", ".tech",
+                 ".link", ".live", ".online", ".store"),
         category="directs", firm=False,
     ),
 )

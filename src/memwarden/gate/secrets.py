@@ -754,11 +754,17 @@ def _cue_positions(low: str) -> dict[str, list[int]]:
 
 
 def _find_password_prose(text: str, low: str, positions: list[int], out: list[_Raw], prio: int) -> None:
+    """Cue positions inside a value already judged are skipped ("pw:pw:pw:…" is one value, not thousands): each
+    character is looked at by a bounded number of values, so the scan stays linear."""
+    judged_to = -1
     for i in positions:
+        if i < judged_to:
+            continue
         m = _PROSE_PW.match(low, i)
         if m is not None:
             group = next(g for g in range(3, _PW_UNQUOTED + 1) if m.start(g) >= 0)
             vs, ve = _trim_value(text, *m.span(group)) if group == _PW_UNQUOTED else m.span(group)
+            judged_to = ve
             # Spanish "clave" is also "key" ("la clave es practicar"): a plain word after it is not a password
             ambiguous = m.group(1) == "clave" and group == _PW_UNQUOTED and text[vs:ve].isalpha()
             if not ambiguous and _password_value_ok(text, vs, ve, quoted=group != _PW_UNQUOTED, bare=False):
@@ -767,6 +773,7 @@ def _find_password_prose(text: str, low: str, positions: list[int], out: list[_R
         m = _PROSE_PW_BARE.match(low, i)
         if m is not None:
             vs, ve = _trim_value(text, *m.span(2))
+            judged_to = max(judged_to, ve)
             if _password_value_ok(text, vs, ve, quoted=False, bare=True):
                 out.append((vs, ve, prio, "password_prose"))
 
