@@ -283,3 +283,16 @@ def test_g9_property_a_rejected_directive_stays_refused_under_random_obfuscation
     for group, name in chosen:
         disguised = GROUPS[group][name](disguised)
     assert refused(disguised), (chosen, disguised, memwarden.scan(disguised).to_dict())
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.1:8080/debug", "http://127.0.1/admin", "http://2130706433/admin", "http://0x7f000001/x",
+    "http://0x7f.1/x", "http://0177.0.0.1/", "http://[::ffff:127.0.0.1]:80/", "http://[0:0:0:0:0:0:0:1]/",
+    "http://0:8000/", "http://user@127.0.0.1/",
+])
+def test_g4_loopback_in_every_spelling_is_a_session_reference(url: str) -> None:
+    """Issue 12, item 17: G4 missed 127.1 and the decimal, octal, hex and IPv6 spellings of localhost."""
+    v = memwarden.scan(url)
+    assert v.verdict == "reject" and v.rules == ["session_ref.localhost"], v.rules
+    kept = memwarden.scan(f"User debugs the billing service at {url} on Mondays")
+    assert "session_ref.localhost" in kept.rules and kept.content is not None and url not in kept.content

@@ -3,6 +3,8 @@ keep what was said and refuse only what would act on a model; strict tiers hold 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import memwarden
@@ -21,6 +23,11 @@ def test_g8_every_kind_and_source_has_exactly_one_row() -> None:
     rows = tiers.table_rows()
     assert len(rows) == len(tiers.KINDS) * len(tiers.SOURCES)
     assert all(r["acts"] == REJECT for r in rows)  # what acts on a model is refused everywhere
+
+
+def test_g8_docs_show_the_table_the_code_applies() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "gate.md").read_text(encoding="utf-8")
+    assert tiers.markdown() in page, "docs/gate.md is out of step with gate/tiers.py: paste tiers.markdown()"
 
 
 def test_g8_unknown_kind_or_source_gets_the_strictest_row() -> None:

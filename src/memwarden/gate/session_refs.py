@@ -18,10 +18,14 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
      r"https?://[^\s<>\"')\]]{1,300}[?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|"
      r"x-goog-signature|x-goog-credential|signature|sig|se|sv|st|sp|expires|expiry|token|auth|"
      r"response-content-disposition|googleaccessid|policy|key-pair-id)=[^\s<>\"')\]]{0,600}"),
+    # loopback in every spelling a URL parser accepts: 127.1, 127.0.1, octal 0177.0.0.1, hex 0x7f.1 or 0x7f000001,
+    # decimal 2130706433, IPv6 ::1 / ::ffff:127.0.0.1 / 0:0:0:0:0:0:0:1, 0.0.0.0 and plain 0
     ("localhost",
-     r"\b(?:https?|wss?|ftp)://(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|0\.0\.0\.0|\[::1\]|"
-     r"[\w-]+\.local|[\w-]+\.localhost)(?::\d{1,5})?(?:/[^\s<>\"')\]]{0,300})?"),
-    ("localhost", r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):\d{2,5}\b(?:/[^\s<>\"')\]]{0,300})?"),
+     r"\b(?:https?|wss?|ftp)://(?:[^\s/@]{1,100}@)?(?:localhost|127(?:\.\d{1,3}){0,3}|0177(?:\.\d{1,4}){0,3}|"
+     r"0x7f(?:\.[0-9a-fx]{1,10}){0,3}|0x7f[0-9a-f]{6}|21[34]\d{7}|0\.0\.0\.0|0(?=[:/]|$)|\[(?:::1|::ffff:127(?:\.\d{1,3}){3}|"
+     r"::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}|(?:0{1,4}:){7}0{0,3}1)\]|[\w-]+\.local|[\w-]+\.localhost)(?::\d{1,5})?"
+     r"(?:/[^\s<>\"')\]]{0,300})?"),
+    ("localhost", r"\b(?:localhost|127(?:\.\d{1,3}){1,3}|0\.0\.0\.0):\d{2,5}\b(?:/[^\s<>\"')\]]{0,300})?"),
     ("temp_path",
      r"(?:file://)?(?:/tmp/|/var/tmp/|/private/var/folders/|/var/folders/|/dev/shm/|/run/user/\d+/|"
      r"~?/?\.cache/tmp|[a-z]:\\(?:users\\[^\\\s]{1,60}\\)?appdata\\local\\temp\\|%temp%\\|\$tmpdir/|"
@@ -73,7 +77,8 @@ _GATE_WORDS: dict[str, frozenset[str]] = {
 }
 _GATE_SUBSTRINGS: dict[str, tuple[str, ...]] = {
     "presigned_url": ("://",),
-    "localhost": ("127.0.0.1", "0.0.0.0", "[::1]", ".local"),
+    "localhost": ("127.", "0.0.0.0", "[::1]", ".local", "://0", "0177.", "0x7f", "::ffff", "://21", "@21",
+                  "[0:0:0:0"),
     "temp_path": ("/tmp/", "/var/tmp/", "/var/folders/", "/dev/shm/", "/run/user/", "/mnt/data/", "/mnt/user-data/",
                   "/home/sandbox/", "/workspace/tmp/", ".cache/tmp", "appdata\\local\\temp", "%temp%", "$tmpdir"),
     "session_id": ("_",),

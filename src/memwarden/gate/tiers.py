@@ -72,16 +72,17 @@ class Tier:
 # instruction is held at least.
 DESCRIPTIVE = Tier("descriptive", why="replayed into every later prompt; written by the agent or a pipeline")
 # The user's own words (the application says so): a standing style wish ("always answer in French") is what
-# the user asked for; anything that acts on the model or directs it somewhere harmful is still refused.
-DESCRIPTIVE_USER = Tier("descriptive/user", style=ACCEPT,
+# the user asked for; what acts on the model is still refused, and a directive with a harmful target ("don't ask
+# before deleting files in ~/scratch") is held for an operator rather than lost: the user may mean it.
+DESCRIPTIVE_USER = Tier("descriptive/user", directs=REVIEW, style=ACCEPT,
                         why="replayed into every later prompt; the application vouches that the user said it")
 # An operator (a person with an operator credential) wrote it: ambiguity is theirs to decide.
-DESCRIPTIVE_OPERATOR = Tier("descriptive/operator", directs_ambiguous=ACCEPT, style=ACCEPT, learned=ACCEPT,
-                            why="replayed into every later prompt; written by an operator")
+DESCRIPTIVE_OPERATOR = Tier("descriptive/operator", directs=REVIEW, directs_ambiguous=ACCEPT, style=ACCEPT,
+                            learned=ACCEPT, why="replayed into every later prompt; written by an operator")
 # Task state, reminders and procedures are replayed too, but they are plans: "next, run the tests", "call the
 # dentist", "to release, tag and push" are imperatives by nature. Harmful directives are still refused.
 PLAN = Tier("plan", style=ACCEPT, why="replayed into prompts; imperatives are their normal shape")
-PLAN_TRUSTED = Tier("plan/trusted", directs_ambiguous=ACCEPT, style=ACCEPT, learned=ACCEPT,
+PLAN_TRUSTED = Tier("plan/trusted", directs=REVIEW, directs_ambiguous=ACCEPT, style=ACCEPT, learned=ACCEPT,
                     why="replayed into prompts; written by the user or an operator")
 # Episodes are recalled by similarity and labelled as a record of what was said: questions, requests and even
 # instructions someone gave in a conversation are kept. Only what would act on a model when replayed is refused.
@@ -118,3 +119,15 @@ def table_rows() -> list[dict[str, str]]:
         out.append({"kind": kind, "source": source, "tier": t.name, "acts": t.acts, "acts?": t.acts_ambiguous,
                     "directs": t.directs, "directs?": t.directs_ambiguous, "style": t.style, "learned": t.learned})
     return out
+
+
+def markdown() -> str:
+    """The table as docs/gate.md shows it (a test keeps the page and the code in step)."""
+    lines = ["| kind \\ source | " + " | ".join(SOURCES) + " |", "|:--|" + "|".join([":--"] * len(SOURCES)) + "|"]
+    lines += [f"| {k} | " + " | ".join(f"`{TABLE[(k, s)].name}`" for s in SOURCES) + " |" for k in KINDS]
+    tiers = list(dict.fromkeys(TABLE.values()))
+    lines += ["", "| tier | acts (firm) | acts (ambiguous) | directs (firm) | directs (ambiguous) | style | learned "
+              "| why |", "|:--|:--|:--|:--|:--|:--|:--|:--|"]
+    lines += [f"| `{t.name}` | {t.acts} | {t.acts_ambiguous} | {t.directs} | {t.directs_ambiguous} | {t.style} | "
+              f"{t.learned} | {t.why} |" for t in tiers]
+    return "\n".join(lines)
