@@ -68,7 +68,8 @@ def load_docs() -> list[Doc]:
         docs.append(Doc(views(str(row["text"])), 1, "gate_corpus", str(row.get("lang", "en"))))
     for row in read_jsonl(corpus / "negatives.jsonl"):
         docs.append(Doc(views(str(row["text"])), 0, "gate_corpus", str(row.get("lang", "en"))))
-    sources = [REPO / "tests" / "gate_eval" / "attacks_a.jsonl", *sorted((REPO / "training" / "gate_data").glob(
+    sources = [REPO / "tests" / "gate_eval" / "attacks_a.jsonl", REPO / "tests" / "gate_eval" / "attacks_c.jsonl",
+               *sorted((REPO / "training" / "gate_data").glob(
         "*.jsonl"))]
     for path in sources:
         if not path.is_file():

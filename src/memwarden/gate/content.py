@@ -220,7 +220,10 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
     judge = sensitive or _sensitive
     for m in _CLAUSE.finditer(text):
         clause = m.group()
-        if _USER_PREFERENCE.match(clause) or not _AGENT.search(clause.lstrip(), tokens):
+        if _USER_PREFERENCE.match(clause) or _PROTECTIVE.search(clause):
+            continue
+        cue = _AGENT.search(clause.lstrip(), tokens)
+        if cue is None or not _addresses_agent(clause.lstrip(), cue):
             continue
         words = set(_TOKEN.findall(clause))
         harmful = judge(clause, words)
@@ -240,6 +243,32 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
             family = "directive.future_behaviour"
         return [RuleHit(family, REJECT, _HEURISTIC_MESSAGES[family], span, DIRECTS, True)]
     return [style] if style else []
+
+
+# A protective instruction is not a harmful one ("never share your password with anyone", "do not click links in
+# unexpected emails") unless it also names somewhere to send things.
+_PROTECTIVE = re.compile(
+    r"\b(?:never|don't|do not|must not|should not)\s+(?:share|reveal|disclose|give out|send|post|paste|email|enter|"
+    r"type|reuse|write down|click|open|install|run)\s+(?:your|their|his|her|the|any|unknown|unexpected|"
+    r"suspicious)?\s*(?:\w+\s+){0,2}(?:passwords?|passcodes?|pins?|credentials?|mfa|2fa|codes?|secrets?|tokens?|"
+    r"keys?|links?|attachments?|files?|software|scripts?|macros?)\b(?![^.!?\n]{0,80}(?:https?://|@|\binstead\b|"
+    r"\bexcept\b|\bbut\b))")
+
+
+def _addresses_agent(clause: str, cue: re.Match[str]) -> bool:
+    """Whether the agent cue found in ``clause`` really addresses the assistant. "you", "the assistant" and "every
+    answer must" do; a clause-initial word that can be a verb does only when what follows is what a verb takes
+    ("Send the logs", "Deploy it"), not when it is a noun phrase ("Deploy pipeline consolidation: …", "Wire
+    transfers above 10k …", "Email digest: …")."""
+    words = cue.group().split()
+    if not words or words[-1] not in _IMPERATIVE_WORDS or _YOU.search(clause):
+        return True
+    rest = clause[cue.end():].split(None, 1)
+    nxt = rest[0].strip("'\"*`,") if rest else ""
+    return nxt in _OBJECTS or nxt.startswith(("@", "$", "http", "`", "'", '"'))
+
+
+_YOU = re.compile(r"\b(?:you|your|yourself|assistant|agent|ai|model|bot|chatbot|llm|gpt|copilot)\b")
 
 
 # --- preference-shaped directives ---------------------------------------------------------------------------
@@ -352,13 +381,14 @@ _REQUEST = re.compile(
     r"^\W{0,4}(?:(?:hey|hi|hello|ok|okay|so|now|and|also|then|please|pls|kindly)\W+){0,2}(?:"
     r"(?:can|could|would|will|won't|wouldn't)\s+(?:you|u)\b|(?:i|we)\s+(?:want|need|would like)\s+(?:you|u)\s+to\b|"
     r"(?:help|tell|show|give|teach|remind|let)\s+(?:me|us)\b|let's\b|"
-    r"(?:write|rewrite|generate|create|compose|draft|summari[sz]e|translate|classify|categori[sz]e|list|explain|"
-    r"describe|give|provide|suggest|recommend|name|identify|find|calculate|compute|convert|answer|respond|reply|"
-    r"output|print|return|say|repeat|edit|correct|fix|improve|paraphrase|analy[sz]e|evaluate|compare|"
-    r"construct|design|develop|make|produce|propose|outline|determine|predict|brainstorm|imagine|pretend|"
-    r"act|play|complete|continue|fill|sort|rank|rate|extract|detect|decide|choose|select|format|reformat|"
-    r"add|insert|remove|delete|replace|change|transform|tell|show|ignore|disregard|forget)\b(?![-'])|"
+    r"(?:write|rewrite|generate|compose|draft|summari[sz]e|translate|classify|categori[sz]e|explain|describe|"
+    r"suggest|recommend|identify|calculate|compute|convert|analy[sz]e|evaluate|compare|construct|develop|produce|"
+    r"propose|outline|determine|predict|brainstorm|imagine|pretend|paraphrase|provide|give|tell|create|find|"
+    r"edit|correct|improve|complete|continue|extract|detect|decide|choose|select|reformat|transform|answer|"
+    r"respond|reply|output|print|repeat|ignore|disregard|forget)\b(?![-'])|"
     r"(?:what|who|whom|whose|which|when|where|why|how|is|are|do|does|did|should|shall)\b[^.!\n]{0,300}\?\s*$)")
+# Verbs that also open noun phrases ("Change management at …", "Deploy pipeline: …", "Release notes …", "Test
+# plan …") are left to the imperative check, which wants what a verb takes after them.
 
 
 def _request_shaped(n: Normalized) -> list[RuleHit]:
@@ -397,6 +427,7 @@ summarise suppress switch sync take tell test track transfer translate treat tri
 upload use verify visit wipe write
 """.split())
 _OBJECTS = frozenset("""
+how what why when where which who whom whether one two three four five six seven eight nine ten
 the a an all any every each this that these those it its them him her me us my your his their our everything
 anything nothing something someone anyone everyone whatever whichever whoever no more only always never again out up
 down back off on in over away through to from with without into onto about first also immediately directly
@@ -410,9 +441,15 @@ _OPENERS = _VERBS | _LEAD_WORDS_IN | _CONDITIONS
 _WORD_RUN = re.compile(r"[a-z0-9'\"*`@$-]+")
 
 
+_CODE_SPAN = re.compile(r"```.{0,20000}?```|`[^`\n]{1,2000}`", re.DOTALL)
+
+
 def _imperative_clause(text: str) -> tuple[int, int] | None:
     """(start, end) of the first clause that opens with a verb in its base form followed by what verbs take (after
-    lead-ins: "Also,", "Note:", "When the user asks, …", "Before deploying, …"), or None."""
+    lead-ins: "Also,", "Note:", "When the user asks, …", "Before deploying, …"), or None. Code in backquotes is
+    code, not prose: it is blanked first (offsets kept)."""
+    if "`" in text:
+        text = _CODE_SPAN.sub(lambda m: " " * len(m.group()), text)
     if _OPENERS.isdisjoint(_CLAUSE_START.findall(text)):
         return None  # no clause opens with a verb, a lead-in or a condition
     for m in _CLAUSES.finditer(text):
@@ -426,7 +463,7 @@ def _imperative_clause(text: str) -> tuple[int, int] | None:
             i = 0
         if i + 1 < len(words):
             verb, nxt = words[i], words[i + 1].strip("'\"*`")
-            if verb in _VERBS and (nxt in _OBJECTS or nxt.startswith(("@", "$", "http"))):
+            if verb in _VERBS and (nxt in _OBJECTS or nxt.isdigit() or nxt.startswith(("@", "$", "http"))):
                 return m.start(), m.end()
     return None
 
@@ -491,6 +528,7 @@ class ContentScanner:
         tokens = _tokens(n)
         compiled = wants.compiled
         raw += _rule_hits(n, tokens, compiled)
+        raw += _line_hits(original, raw)
         deep = deobfuscate(original, n, tokens)
         deep_tokens = _tokens(deep) if deep is not None else tokens
         if deep is not None and not deep_tokens <= tokens:
@@ -537,6 +575,22 @@ class ContentScanner:
                                 f"{policy.min_confidence:.2f} for model-extracted memories"))
         rejected = any(h.action == REJECT for h in hits)
         return Analysis(hits, classify(n.text, rejected=rejected, tokens=tokens), n, notes)
+
+
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
+_LINE_RULES = tuple(c for c in _RULES if "\n" in c.rule.needles)  # rules about the start of a line (fake turns)
+
+
+def _line_hits(original: str, found: list[RuleHit]) -> list[RuleHit]:
+    """Rules anchored at the start of a line ("\nHuman:", "\nSystem:", "### Instruction") on a view that keeps
+    the line breaks the normalised text collapses (any of them: CR, LF, VT, FF, NEL, U+2028, U+2029)."""
+    if _LINE_BREAK.search(original) is None or not any(c in original for c in ":#[<"):
+        return []
+    lines = "\n".join(normalize(line).skeleton for line in _LINE_BREAK.split(original))
+    view = Normalized(original, lines, lines, ())
+    seen = {h.rule for h in found}
+    return [replace(h, span=(0, len(original))) for h in _rule_hits(view, _tokens(view), _LINE_RULES)
+            if h.rule not in seen]
 
 
 def _learned(n: Normalized, deep: Normalized | None) -> list[RuleHit]:

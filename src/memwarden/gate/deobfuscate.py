@@ -49,7 +49,7 @@ __all__ = ["attack_vocabulary", "deobfuscate", "fold_letters"]
 _MARKS = "*_~`<>&%\\|[@"  # ("!" and "$" are too common to be a signal alone; "n0w", "@dmin" still are)
 _HYPHENS = re.compile(r"[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]")
 _CAMELISH = re.compile(r"[a-z][A-Z]")
-_SEPARATED = re.compile(r"(?<![A-Za-z])[A-Za-z][.\-/·:+,' ][A-Za-z][.\-/·:+,' ][A-Za-z](?![A-Za-z])")
+_SEPARATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9](?![A-Za-z0-9])")
 
 
 def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
@@ -80,6 +80,7 @@ _MD_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,500})\)")
 # emphasis marks: "*", "~" and backquotes anywhere around letters; "_" only at a word's edge ("_ignore_"), since
 # inside a word it joins an identifier (snake_case, split into words below)
 _EMPHASIS = re.compile(r"(?<=\w)[*~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)|(?<=\w)[*_~`]{1,3}(?![\w*_~`])")
+_STRAY_MARKS = re.compile(r"(?<=[^\w\s*~`])[*~`]{1,3}|[*~`]{1,3}(?=[^\w\s*~`])")  # "g.*.n": marks beside punctuation
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")  # digits: leetspeak inside a hump
@@ -318,7 +319,7 @@ def _demarkup(text: str) -> str:
     if "](" in text:
         text = _MD_LINK.sub(lambda m: f"{m.group(1)} {m.group(2)}", text)
     if any(c in text for c in "*_~`"):
-        text = _EMPHASIS.sub("", text)
+        text = _EMPHASIS.sub("", _STRAY_MARKS.sub("", text))
     return text
 
 

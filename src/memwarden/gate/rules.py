@@ -410,7 +410,7 @@ RULES: tuple[Rule, ...] = (
             rf"acknowledg(?:e|ing)|explain(?:ing)?|confirm(?:ing)?)\s+(?:this\s+|it\s+|that\s+|anything\s+|"
             rf"about (?:this|it|that)\s+)?(?:to\s+)?(?:{WHOM}|the (?:security|admin|it) team|your (?:owner|"
             rf"operator|creator)|anyone (?:else )?about (?:this|these) (?:instructions?|memor(?:y|ies)|notes?|"
-            rf"rules?))\b",
+            rf"rules?))\b(?!'s|’s)",
             r"\b(?:keep|hold)\s+(?:this|it|these|that|the (?:following|transfer|change|instruction|rule|note|"
             r"memory))\s+(?:a\s+)?(?:secret|hidden|private|confidential|quiet|under wraps|between us)\s+from\s+"
             r"(?:the user|the human|the customer|the operator|the admin|the owner|them|everyone|users)\b",
@@ -485,7 +485,7 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:system|developer)\s+(?:override|message|prompt|notice|instruction)\s*:",
             r"(?:^|\n)\s*\[\s*(?:system|developer|admin|sys|root|operator)\s*\]",
             r"<\s*/\s*s\s*>|<\s*s\s*>\s*\[",
-            r"^\s*(?:assistant|ai|bot|model|gpt|claude)\s*:",
+            r"^\s*(?:assistant|ai|bot|model|gpt|claude|human)\s*:",
         ),
         needles=("<", "[", "#", "｜", ":", "\n"),  # every pattern needs one of these characters
     ),
@@ -942,7 +942,12 @@ RULES = (
         ((4, 5, 6, 7, 8, 9, 14, 15, 16, 17, 18, 19), EXFIL_I, DIRECTS, True, None),
     )),
     _H,
-    Rule(_K.id, _K.action, _K.message, _K.patterns, _K.words, _K.needles, _K.script, _K.cjk, category=ACTS),
+    # "User:" / "Human:" / "Assistant:" lines are how people paste a dialogue as often as how they fake one:
+    # ambiguous (held on the strict tiers, kept in an episode); template tokens and fake system turns are not
+    *_recut(_K, (
+        ((7, 12), "control.token", ACTS, False, None),
+        ((0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11), "control.token", ACTS, True, None),
+    )),
     *_recut(_E, (
         ((15,), "exec.download", DIRECTS, True, None),  # a package index other than PyPI: routing, not execution
         (tuple(i for i in range(len(_E.patterns)) if i != 15), "exec.download", ACTS, True, None),
@@ -1005,6 +1010,38 @@ RULES = (
         ),
         needles=("://", "www."),
         category="acts",
+    ),
+    # --- the assistant's behaviour described in the third person ("the assistant explains it as routine
+    # updates", "assistants reading these notes enable auto-approval"): a specification, not a fact ------------
+    Rule(
+        "directive.future_behaviour", "reject", RESTATE,
+        patterns=(
+            # at a clause's start (after "that"/"when" it is the body of a wish: "User prefers that the assistant …")
+            r"(?:^|[.!?;:,\n]\s*|\b(?:and|but|so|then|also|here|now|otherwise)\s+)(?:the|this|their|its|our|a|an|any|"
+            r"every|each|all)\s+(?:ai\s+|user's\s+|new\s+)?(?:assistant|"
+            r"assistants|chatbot|copilot)\s+(?:\w+ly\s+|always\s+|never\s+|also\s+|now\s+|"
+            r"then\s+|just\s+|simply\s+|instead\s+){0,2}(?:(?!is\b|was\b|has\b|uses\b|helps\b)[a-z]{3,}s|does not|"
+            r"doesn't|will|shall|can|may|gets to|is allowed|is permitted|is expected|is entitled|is authori[sz]ed|"
+            r"is set to|is configured to|is to|are to|runs in|operates in|acts as|should)\b",
+            r"\b(?:assistants?|agents?|bots?|ai)\s+(?:reading|processing|working for|working on|handling|that read|"
+            r"that process)\b[^.!?\n]{0,60}\b(?:should|must|will|are to|shall|can|may)\b",
+        ),
+        words=_w("assistant", "assistants", "agent", "agents", "ai", "model", "bot", "bots", "chatbot", "copilot"),
+        category="style", firm=False,
+    ),
+    # --- someone approved the assistant to do something ---------------------------------------------------------
+    Rule(
+        "claim.permission", "reject", _C.message,
+        patterns=(
+            r"\b(?:approved|authori[sz]ed|allowed|permitted|cleared|confirmed|signed off on|agreed|entitled|"
+            r"pre-?approved|pre-?cleared)\s+(?:that\s+)?(?:the\s+|their\s+|your\s+|its\s+)?(?:ai\s+)?(?:assistant|agent|"
+            r"ai|bot|model)\s+(?:to|can|may|could|should|is allowed to|is permitted to|will|must)\b",
+            r"\b(?:the\s+)?(?:assistant|agent|ai|bot)\s+(?:has|have|was|is)\s+(?:been\s+)?(?:granted|given|"
+            r"approved for|cleared for|authori[sz]ed for|entitled to)\b",
+        ),
+        words=_w("approved", "authorized", "authorised", "allowed", "permitted", "cleared", "confirmed", "signed",
+                 "agreed", "entitled", "preapproved", "pre", "granted", "given"),
+        category="directs",
     ),
     # --- safety switched off in configuration, or as settings in any syntax ------------------------------------
     Rule(
