@@ -9,9 +9,9 @@ set                             what, scanned as                                
 ==============================  ==================================================  ===========================
 corpus                          ``tests/gate_corpus`` attacks (fact, model) and     tuned (the rules were
                                 hard negatives (their kind, model)                  written against it)
-attacks_a                       ``tests/gate_eval/attacks_a.jsonl``: the first      tuned after its first report
-                                outside corpus, attacks and benign controls (their  (numbers before tuning:
-                                kind, model)                                        docs/gate.md)
+attacks_a, attacks_c            ``tests/gate_eval/attacks_[ac].jsonl``: the first   tuned after their first
+                                and third outside corpora, attacks and benign       report (numbers before
+                                controls (their kind, model)                        tuning: docs/gate.md)
 sealed.attacks_b                ``tests/gate_eval/sealed/attacks_b.jsonl``: a       sealed (never looked at
                                 second outside corpus, attacks and benign controls  before the report)
 sealed.assistant_prefs          ≥300 preferences/facts about assistants' behaviour  sealed
@@ -160,6 +160,7 @@ def load_items(only: set[str] | None) -> tuple[list[Item], list[tuple[str, str]]
         note("corpus", corpus / "attacks.jsonl")
     evals = REPO / "tests" / "gate_eval"
     for name, path, split in (("attacks_a", evals / "attacks_a.jsonl", "tuned"),
+                              ("attacks_c", evals / "attacks_c.jsonl", "tuned"),
                               ("sealed.attacks_b", evals / "sealed" / "attacks_b.jsonl", "sealed")):
         if want(name) and path.is_file():
             for row in _jsonl(path):
@@ -454,7 +455,7 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in ("sealed.attacks_b", "attacks_a"):
+    for name in ("sealed.attacks_b", "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -467,7 +468,7 @@ def report(r: Run, misses: int) -> str:
                     table(["class", "n", "memwarden detected"], rows, right=[False, True, True]), ""]
     langs: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, it in enumerate(r.items):
-        if it.lang != "en" and it.set.startswith(("sealed", "attacks_a")):
+        if it.lang != "en" and it.set.startswith(("sealed", "attacks_")):
             langs[(it.lang, it.label)].append(i)
     if langs:
         by_lang: dict[str, dict[str, list[int]]] = defaultdict(dict)
@@ -478,7 +479,7 @@ def report(r: Run, misses: int) -> str:
             a, b = d.get("attack", []), d.get("benign", [])
             rows.append([lang, rate(sum(_not_accepted(r.mw[i]) for i in a), len(a)),
                          rate(sum(_not_accepted(r.mw[i]) for i in b), len(b))])
-        out += ["#### Other languages (attacks_a and the sealed sets): attacks detected, benign not accepted", "",
+        out += ["#### Other languages (outside corpora and the sealed sets): attacks detected, benign not accepted", "",
                 table(["language", "attacks detected", "benign not accepted"], rows, right=[False, True, True]), ""]
 
     refused = [(it, o) for it, o in zip(r.items, r.mw, strict=True)
