@@ -47,7 +47,7 @@ def test_t3_tokens_are_stored_hashed_and_authenticate(store: MemoryService, db_p
     token, who = _op(store, name="alice")
     assert token.startswith("mw_operator_") and auth.TOKEN_RE.fullmatch(token)
     dump = "\n".join(sqlite3.connect(db_path).iterdump())
-    assert token not in dump and token.split("_")[-1] not in dump
+    assert token not in dump and token.removeprefix("mw_operator_") not in dump
     assert auth.authenticate(store, token) == who
     assert who.actor == "operator:alice" and who.role == "operator"
     assert _events(store, "token_created")[-1]["details"]["name"] == "alice"

@@ -48,12 +48,29 @@ __all__ = ["attack_vocabulary", "deobfuscate", "fold_letters"]
 # separator, a hyphenated or very long run of letters.
 _MARKS = "*_~`<>&%\\|[@"  # ("!" and "$" are too common to be a signal alone; "n0w", "@dmin" still are)
 _HYPHENS = re.compile(r"[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]")
+_DISGUISE_CHAR = re.compile(
+    "[\u0640\ufffc\u2800\u3164\uffa0\u115f\u1160\u2028\u2029\u0085\u2061-\u2064\u180e"
+    "\ua4d0-\ua4ff\u2c80-\u2cff\u03e2-\u03ef\u1d00-\u1d2b\u0250-\u02af\u2200\u2c6f\u2132\u2141-\u2144"
+    "\u0180-\u0188\u01dd\u0237\u0238-\u024f]|[A-Za-z][\u0300-\u036f]")
 _CAMELISH = re.compile(r"[a-z][A-Z]")
 _SEPARATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9](?![A-Za-z0-9])")
 
 
+def _disguised_unicode(text: str, tokens: Iterable[str] | None) -> bool:
+    """Non-ASCII text needs the de-obfuscated view when it holds a character only a disguise uses (fillers, line
+    separators, Lisu, Coptic, turned or small-capital letters, a combining mark on a Latin letter) or an accented
+    word that reads as an attack word without its accents ("ïgnörë"); accented names ("Zoë", "Kraków") do not."""
+    if _DISGUISE_CHAR.search(text) is not None:
+        return True
+    vocab = attack_vocabulary()
+    for t in tokens if tokens is not None else _WORD.findall(text.lower()):
+        if not t.isascii() and _FOLDABLE_RUN.search(t) is not None and fold_letters(t) in vocab:
+            return True
+    return False
+
+
 def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
-    if not text.isascii():
+    if not text.isascii() and _disguised_unicode(text, tokens):
         return True
     for c in _MARKS:
         if c in text:
@@ -62,7 +79,7 @@ def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
         return True
     singles = 0
     for t in tokens if tokens is not None else _WORD_OR_NUMBER.findall(text.lower()):
-        if len(t) >= 16 or (not t.isalpha() and not t.isdigit() and t.isalnum()):
+        if len(t) >= 16 or (not t.isalpha() and not t.isdigit() and t.isalnum() and t.isascii()):
             return True  # a run-together word, or letters and digits mixed (leetspeak)
         singles += len(t) == 1
     return singles >= 3 and _SEPARATED.search(text) is not None

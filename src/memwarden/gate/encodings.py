@@ -198,6 +198,7 @@ def _blobs(text: str) -> Iterator[Decoded]:
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 _CAMELISH = re.compile(r"[a-z][A-Z]")
+_BINARY_HINT = re.compile(r"[01]{8}[\s,]{0,2}[01]{8}")
 _MORSE_HINT = re.compile(r"[.\-•·−]{1,6} [.\-•·−]{1,6} [.\-•·−]{1,6}")
 
 
@@ -208,7 +209,7 @@ def may_hold_blob(text: str) -> bool:
     if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text:
         return True
     digits = len(text) - len(text.translate(_NO_DIGITS))
-    if digits >= 16:
+    if digits >= 16 and (_BINARY_HINT.search(text) is not None or _DECIMAL.search(text) is not None):
         return True
     if ("- " in text or ". " in text or "•" in text) and _MORSE_HINT.search(text) is not None:
         return True

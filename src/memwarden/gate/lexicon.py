@@ -48,6 +48,9 @@ WINDOW = 8
 WINDOW_CHARS = 28
 MAX_TOKENS = 4096  # words looked at per candidate (a 10 KB candidate has fewer)
 _EDGE = "'-–—_*#"
+# Scripts whose words \w+ finds whole (Latin, Greek, Cyrillic, with their marks): for text in them the cheap index
+# of first words decides; Indic scripts (vowel signs), Arabic-script stems and unsegmented scripts take the full pass
+_FAST_SCRIPTS = re.compile("[\\x00-\\u036f\\u0370-\\u03ff\\u0400-\\u052f\\u1e00-\\u1fff\\u2000-\\u206f]*")
 _URLISH = re.compile(r"https?://|www\.|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}|"
                      r"\b[\w-]{1,63}\.(?:com|net|org|io|dev|app|cc|xyz|ru|cn)\b")
 
@@ -159,11 +162,40 @@ def _ascii_anchors() -> tuple[frozenset[str], frozenset[str]]:
     """Every ASCII word that starts a non-English entry, and the first four letters of every ASCII prefix entry:
     ASCII text none of whose words is in the first set or starts with one of the second has no concept hit."""
     lex = load()
-    exact = frozenset(w for w in lex.exact if w.isascii() and _candidates(w))
-    stems = frozenset(p[:4] for p, es in lex.prefix.items() if p.isascii() and any(e.lang != "en" for e in es))
-    # ASCII prefix entries are at least four letters (lexicon/README.md); a shorter one would be missed here
-    assert all(len(p) >= 4 for p in lex.prefix if p.isascii()), "ASCII prefix entries need four letters"
+    exact = frozenset(w for w in lex.exact if _FAST_SCRIPTS.fullmatch(w) and _candidates(w))
+    stems = frozenset(p[:4] for p, es in lex.prefix.items()
+                      if _FAST_SCRIPTS.fullmatch(p) and any(e.lang != "en" for e in es))
+    # Latin, Greek and Cyrillic prefix entries are at least four letters (lexicon/README.md)
+    assert all(len(p) >= 4 for p in lex.prefix if _FAST_SCRIPTS.fullmatch(p)), "prefix entries need four letters"
     return exact, stems
+
+
+# Frequent English words that are also words (or first words, or prefixes) of entries in other languages ("on",
+# "was", "we", "be", "an", "data", "confirmed", "limits"): in the cheap check they do not count as a sign of another
+# language, so English text with them skips the lexicon pass. (They still count inside the pass itself.)
+_ENGLISH = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below between
+both but by can could did do does doing down during each few for from further had has have having he her here
+hers him his how i if in into is it its itself just me more most my no nor not now of off on once only or other
+our out over own same she should so some such than that the their them then there these they this those through
+to too under until up very was we were what when where which while who whom why will with would you your
+data missing confirmed confirm limits limit integration integrated integer internal international ben uma pune
+information informed inform mail manager management meeting member message minute minutes model modern moment
+money month months morning move moved name names nation natural near need needed needs network never news next
+night none normal note notes number numbers office often open order other others page paper part party pass past
+pay people per person personal phone place plan plans point police policy position possible post power present
+president press price private problem process product program project projects public question quite rather real
+really reason record records report reports result results return review right role room rule rules run same save
+school second security see seen send sense service services set setup several share short show side since single
+site small social some someone something sometimes soon sort sound source space special staff stage start state
+status step still stop store story student study such support sure system systems table take taken talk task team
+teams term test tests text than thank thanks thing things think third those though thought three time times today
+together told tomorrow tool tools top total toward town track training travel tried true try turn type under until
+update updated updates upon use used user users using usually value various version very video view visit wait want
+wanted wants watch water way ways week weekly weeks well went were while whole why wife will window within without
+woman word words work worked working works world would write writing written wrong year years yes yesterday yet
+young admin administrator transfer transfers account accounts access approval approved approve limited plan
+""".split())
 
 
 def may_have_concepts(tokens: set[str]) -> bool:
@@ -171,7 +203,8 @@ def may_have_concepts(tokens: set[str]) -> bool:
     concepts, so fewer than two words that can start an entry (and no word that carries two concepts) cannot
     complete one."""
     exact, stems = _ascii_anchors()
-    found = (tokens & exact) | {t for t in tokens if len(t) >= 4 and t[:4] in stems}
+    words = tokens - _ENGLISH
+    found = (words & exact) | {t for t in words if len(t) >= 4 and t[:4] in stems}
     if len(found) >= 2:
         return True
     return any(len({c for _, c, _ in _candidates(t)}) >= 2 for t in found)
@@ -185,8 +218,8 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     n = len(words)
     exact, stems = _ascii_anchors()
     for i, w in enumerate(words):
-        if w.isascii() and w not in exact and w[:4] not in stems:
-            continue  # no entry starts with this word (the ASCII index says so without a lookup per entry)
+        if w not in exact and w[:4] not in stems and _FAST_SCRIPTS.fullmatch(w):
+            continue  # no entry starts with this word (the index says so without a lookup per entry)
         for lang, concept, tail in _candidates(w):
             if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
                                                       for j, p in enumerate(tail))):
@@ -245,7 +278,7 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
     """Rule hits from concept combinations on ``text`` (default: the normalised text of ``n``). ``tokens`` (its
     ``\\w+`` runs) let ASCII text that holds no lexicon word return at once."""
     text = n.text if text is None else text
-    if tokens is not None and text.isascii() and not may_have_concepts(tokens):
+    if tokens is not None and _FAST_SCRIPTS.fullmatch(text) and not may_have_concepts(tokens):
         return []
     by_word, by_char = concept_hits(text)
     if not by_word and not by_char:
