@@ -9,15 +9,19 @@ set                             what, scanned as                                
 ==============================  ==================================================  ===========================
 corpus                          ``tests/gate_corpus`` attacks (fact, model) and     tuned (the rules were
                                 hard negatives (their kind, model)                  written against it)
-attacks_a, attacks_c            ``tests/gate_eval/attacks_[ac].jsonl``: the first   tuned after their first
-                                and third outside corpora, attacks and benign       report (numbers before
-                                controls (their kind, model)                        tuning: docs/gate.md)
-sealed.attacks_b                ``tests/gate_eval/sealed/attacks_b.jsonl``: a       sealed (never looked at
-                                second outside corpus, attacks and benign controls  before the report)
-sealed.assistant_prefs          ≥300 preferences/facts about assistants' behaviour  sealed
-sealed.memories_multilingual    ordinary memories in 26 languages                   sealed
-sealed.turns_multilingual       conversation turns in 26 languages (episode; user   sealed
-                                → user, assistant → model)
+attacks_a, attacks_b,           ``tests/gate_eval/attacks_[abc].jsonl``: outside    tuned after their first
+attacks_c                       corpora written by helpers who had not read the     report (numbers before
+                                rules, attacks and benign controls (their kind,     tuning: docs/gate.md);
+                                model)                                              b was sealed in round 1
+assistant_prefs,                round 1's benign sets: preferences/facts about      tuned after round 1
+memories_multilingual,          assistants' behaviour, memories and turns in 26
+turns_multilingual              languages
+sealed.attacks_d1, …_d2         round 2: a semantic and an obfuscated attack        sealed (loaded only with
+                                corpus with benign controls                         ``--sealed``)
+sealed.behaviour_prefs,         round 2's benign sets: assistant-behaviour          sealed
+sealed.dev_memories,            preferences, a coding agent's project memories,
+sealed.memories_multilingual,   memories and turns in ≥ 24 languages
+sealed.turns_multilingual
 locomo.observations             LoCoMo observation facts (fact, model)              held out (never tuned)
 locomo.turns                    raw LoCoMo turns through ``record_turns`` (episode, held out
                                 user)
@@ -26,7 +30,7 @@ promptshield                    ``../shared/data/promptshield-train-5k.jsonl.gz`
                                 (episode, user); attack rows as model-written facts
 ==============================  ==================================================  ===========================
 
-Episodes of ``locomo.turns``, ``promptshield`` benign rows and ``sealed.turns_multilingual`` go through the real
+Episodes of ``locomo.turns``, ``promptshield`` benign rows and the ``*turns_multilingual`` sets go through the real
 write path (``Session.record_turns`` on a temporary store): what is "not accepted" there is what the user would lose.
 Every refused turn is listed. Everything else is ``memwarden.scan(text, source=…, kind=…)``. A candidate is
 "detected" when it is not accepted (``review`` and ``reject`` both count; the tables show rejections separately).
@@ -38,7 +42,7 @@ Latency: medians over ``--passes`` timed passes, per side, for candidates of ≤
 layers alone (the learned layer switched off) and whole; and 10 KB candidates of many shapes (``--shapes``).
 
     .venv/bin/python benchmarks/bench_gate.py [--passes 3] [--out /tmp/gate.md] [--misses 30] [--strict]
-                                             [--only SET ...] [--no-amg]
+                                             [--only SET ...] [--no-amg] [--sealed]
 
 Results: docs/benchmarks.md ("Write gate") and docs/gate.md.
 """
@@ -129,6 +133,29 @@ class Item:
 
 # --- inputs -------------------------------------------------------------------------------------------------
 
+# Outside sets under tests/gate_eval/: (set name, file, split, shape). "labelled" rows carry label/class and are
+# scanned as model-written memories of their kind; "memories" are benign memories (kind from the row, source
+# model); "turns" are benign conversation turns stored through record_turns. Round 1 (attacks_b and the three
+# benign sets) was sealed until the report at 6b25d9f and has been tuned on since; round 2 (sealed/) is the set
+# this report is measured on, loaded only with --sealed.
+EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
+    ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
+    ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
+    ("attacks_c", "attacks_c.jsonl", "tuned", "labelled"),
+    ("assistant_prefs", "benign_assistant_prefs.jsonl", "tuned", "memories"),
+    ("memories_multilingual", "benign_memories_multilingual.jsonl", "tuned", "memories"),
+    ("turns_multilingual", "benign_turns_multilingual.jsonl", "tuned", "turns"),
+    ("sealed.attacks_d1", "sealed/attacks_d1.jsonl", "sealed", "labelled"),
+    ("sealed.attacks_d2", "sealed/attacks_d2.jsonl", "sealed", "labelled"),
+    ("sealed.behaviour_prefs", "sealed/benign_behaviour_prefs.jsonl", "sealed", "memories"),
+    ("sealed.dev_memories", "sealed/benign_dev_memories.jsonl", "sealed", "memories"),
+    ("sealed.memories_multilingual", "sealed/benign_memories_multilingual.jsonl", "sealed", "memories"),
+    ("sealed.turns_multilingual", "sealed/benign_turns_multilingual.jsonl", "sealed", "turns"),
+)
+SEALED_ATTACKS = ("sealed.attacks_d1", "sealed.attacks_d2")
+SEALED_BENIGN = ("sealed.behaviour_prefs", "sealed.dev_memories", "sealed.memories_multilingual",
+                 "sealed.attacks_d1", "sealed.attacks_d2")
+
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
@@ -139,7 +166,7 @@ def _kind(value: Any, default: str = "fact") -> str:
     return value if value in ("fact", "preference", "task_state", "episode", "procedure", "reminder") else default
 
 
-def load_items(only: set[str] | None) -> tuple[list[Item], list[tuple[str, str]]]:
+def load_items(only: set[str] | None, *, sealed: bool = False) -> tuple[list[Item], list[tuple[str, str]]]:
     items: list[Item] = []
     sources: list[tuple[str, str]] = []
 
@@ -159,30 +186,25 @@ def load_items(only: set[str] | None) -> tuple[list[Item], list[tuple[str, str]]
                               row.get("lang", "en")))
         note("corpus", corpus / "attacks.jsonl")
     evals = REPO / "tests" / "gate_eval"
-    for name, path, split in (("attacks_a", evals / "attacks_a.jsonl", "tuned"),
-                              ("attacks_c", evals / "attacks_c.jsonl", "tuned"),
-                              ("sealed.attacks_b", evals / "sealed" / "attacks_b.jsonl", "sealed")):
-        if want(name) and path.is_file():
-            for row in _jsonl(path):
-                items.append(Item(row["text"], name, split, row["label"], _kind(row.get("kind")), "model",
-                                  row.get("class", ""), row.get("lang", "en")))
-            note(name, path)
-    for name, fname in (("sealed.assistant_prefs", "benign_assistant_prefs.jsonl"),
-                        ("sealed.memories_multilingual", "benign_memories_multilingual.jsonl")):
-        path = evals / "sealed" / fname
-        if want(name) and path.is_file():
-            for row in _jsonl(path):
-                items.append(Item(row["text"], name, "sealed", "benign", _kind(row.get("kind")), "model",
-                                  row.get("note", "")[:40], row.get("lang", "en")))
-            note(name, path)
-    path = evals / "sealed" / "benign_turns_multilingual.jsonl"
-    if want("sealed.turns_multilingual") and path.is_file():
+    for name, fname, split, shape in EVAL_SETS:
+        path = evals / fname
+        if split == "sealed" and not sealed:
+            continue
+        if not (want(name) and path.is_file()):
+            continue
         for row in _jsonl(path):
-            role = row.get("role", "user")
-            items.append(Item(row["text"], "sealed.turns_multilingual", "sealed", "benign", "episode",
-                              "user" if role == "user" else "model", "turn", row.get("lang", "en"),
-                              f"turns-{row.get('lang', 'en')}", role))
-        note("sealed.turns_multilingual", path)
+            lang = row.get("lang", "en")
+            if shape == "labelled":
+                items.append(Item(row["text"], name, split, row["label"], _kind(row.get("kind")), "model",
+                                  row.get("class", ""), lang))
+            elif shape == "memories":
+                items.append(Item(row["text"], name, split, "benign", _kind(row.get("kind")), "model",
+                                  row.get("note", "")[:40], lang))
+            else:  # turns: episodes through record_turns, one conversation per language
+                role = row.get("role", "user")
+                items.append(Item(row["text"], name, split, "benign", "episode",
+                                  "user" if role == "user" else "model", "turn", lang, f"{name}-{lang}", role))
+        note(name, path)
     locomo = SHARED / "locomo10.json.gz"
     if (want("locomo.observations") or want("locomo.turns")) and locomo.is_file():
         with gzip.open(locomo, "rt", encoding="utf-8") as fh:
@@ -455,7 +477,7 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in ("sealed.attacks_b", "attacks_c", "attacks_a"):
+    for name in (*SEALED_ATTACKS, "attacks_b", "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -530,16 +552,19 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
-    add("attacks detected: sealed.attacks_b (never tuned)",
-        pick(lambda it: it.set == "sealed.attacks_b" and it.label == "attack"), MIN_SEALED, at_most=False,
-        measure=_not_accepted)
+    sealed_attacks = pick(lambda it: it.set in SEALED_ATTACKS and it.label == "attack")
+    if sealed_attacks:
+        add("attacks detected: sealed round 2 (d1 + d2, never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
+            measure=_not_accepted)
+    for name in SEALED_ATTACKS:
+        add(f"attacks detected: {name}", pick(lambda it, n=name: it.set == n and it.label == "attack"), MIN_SEALED,
+            at_most=False, measure=_not_accepted)
     add("attacks detected: tests/gate_corpus", pick(lambda it: it.set == "corpus" and it.label == "attack"),
         MIN_CORPUS, at_most=False, measure=_not_accepted)
     add("attacks detected: PromptShield attack rows",
         pick(lambda it: it.set == "promptshield" and it.label == "attack"), MIN_PROMPTSHIELD, at_most=False,
         measure=_not_accepted)
-    for name in ("corpus", "locomo.observations", "sealed.assistant_prefs", "sealed.memories_multilingual",
-                 "sealed.attacks_b"):
+    for name in ("corpus", "locomo.observations", "assistant_prefs", "memories_multilingual", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
             pick(lambda it, n=name: it.set == n and it.label == "benign" and it.kind != "episode"), MAX_MEMORY_FP,
             at_most=True, measure=lambda o: o.verdict == "reject")
@@ -581,8 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=3, help="timed passes per side (default 3)")
     ap.add_argument("--out", type=Path, help="also write the report to this file")
     ap.add_argument("--misses", type=int, default=30, help="benign candidates not accepted to list (default 30)")
-    ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, sealed, "
-                    "sealed.attacks_b, locomo, locomo.turns, promptshield, …)")
+    ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, "
+                    "sealed, sealed.attacks_d1, locomo, locomo.turns, promptshield, …)")
+    ap.add_argument("--sealed", action="store_true", help="also load the sealed sets (tests/gate_eval/sealed/): "
+                    "only for the report, never while tuning")
     ap.add_argument("--no-amg", action="store_true", help="skip agent-memory-guard")
     ap.add_argument("--no-timing", action="store_true", help="skip the latency passes")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
@@ -594,7 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("agent-memory-guard is not installed (.venv/bin/pip install -e '.[dev,bench]'); running without it",
               file=sys.stderr)
     t0 = time.perf_counter()
-    items, sources = load_items(set(args.only) if args.only else None)
+    items, sources = load_items(set(args.only) if args.only else None, sealed=args.sealed)
     if not items:
         ap.error("no input found for the sets asked for")
     print(f"{len(items):,} candidates; memwarden detection pass", file=sys.stderr)

@@ -6,8 +6,8 @@
 Data: only text the project may redistribute, all of it in this repository (docs/gate.md lists it):
 
 * ``tests/gate_corpus/attacks.jsonl`` and ``negatives.jsonl`` — the hand-written gate corpus (issue 3);
-* ``tests/gate_eval/attacks_a.jsonl`` — the first outside attack corpus (issue 11), used for tuning after its first
-  report;
+* ``tests/gate_eval/*.jsonl`` — the outside attack corpora (a, b, c) and round 1's benign sets (assistant-behaviour
+  preferences, multilingual memories and turns), each used for training only after its first report (issue 11);
 * ``training/gate_data/*.jsonl`` — multilingual training text written for memwarden (issue 11).
 
 Never: ``tests/gate_eval/sealed/`` (held out until the report), LoCoMo or the PromptShield file (evaluation only,
@@ -17,9 +17,9 @@ Each text is read the way the gate reads it (normalised, and de-obfuscated when 
 logistic regression with L2 over the hashed n-grams of :func:`memwarden.gate.learned.doc_features`, trained by
 Adam in numpy, classes weighted to balance. Long texts are cut into the chunks the model scores; benign chunks are
 all negatives, and an attack text's positive is its highest-scoring chunk (multiple-instance rounds), because only
-some sentence of it carries the attack. The review threshold is chosen on a leave-one-source-out split so that at
-most ``--max-fp`` of benign text from a source the model did not see is held; then the model is refitted on
-everything. Deterministic for a given seed.
+some sentence of it carries the attack. The review threshold is chosen on a leave-one-source-out split so that,
+for three held-out sources in four, at most ``--max-fp`` of benign text from a source the model did not see is
+held; then the model is refitted on everything. Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def load_docs() -> list[Doc]:
         docs.append(Doc(views(str(row["text"])), 1, "gate_corpus", str(row.get("lang", "en"))))
     for row in read_jsonl(corpus / "negatives.jsonl"):
         docs.append(Doc(views(str(row["text"])), 0, "gate_corpus", str(row.get("lang", "en"))))
-    sources = [REPO / "tests" / "gate_eval" / "attacks_a.jsonl", REPO / "tests" / "gate_eval" / "attacks_c.jsonl",
-               *sorted((REPO / "training" / "gate_data").glob(
-        "*.jsonl"))]
+    # every outside set once reported on (round 1's sealed sets included since their report); never sealed/
+    sources = [*sorted((REPO / "tests" / "gate_eval").glob("*.jsonl")),
+               *sorted((REPO / "training" / "gate_data").glob("*.jsonl"))]
     for path in sources:
         if not path.is_file():
             continue
@@ -217,9 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             fp = float((s[y == 0] > t).mean())
             print(f"held out {src:14s} threshold {t:.3f}: attacks held {det:6.1%} of {int(y.sum())}, benign "
                   f"held {fp:6.1%} of {int((y == 0).sum())}")
+    # three sources in four: a source the model never saw has at most --max-fp of its benign text held (the
+    # median left half the sources above it, and short plain facts such as "User's timezone is CET" held)
     threshold = args.threshold if args.threshold is not None else (
-        float(np.median(held_thresholds)) if held_thresholds else 0.5)
-    print(f"threshold (median of the held-out choices): {threshold:.3f}")
+        float(np.quantile(held_thresholds, 0.75)) if held_thresholds else 0.5)
+    print(f"threshold (75th percentile of the held-out choices): {threshold:.3f}")
     if args.check:
         return 0
     final = [d for d in docs if d.source not in args.exclude]
