@@ -11,10 +11,11 @@ still reads straight through (issue 11): ``ïgnörë``, ``ig*nore*``, ``ig<b>nor
 common case and costs one regex scan):
 
 1. line and paragraph separators (U+2028, U+2029, U+0085) become newlines; filler characters (tatweel outside
-   Arabic words, U+FFFC, U+2800, U+115F/U+1160 outside Hangul, U+3164) are removed;
-2. markup: HTML comments and markdown comments (``[//]: # (…)``) are unwrapped, tags are removed, emphasis
-   marks (``*``, ``_``, ``~``, backquotes) between letters are removed, ``[text](url)`` becomes ``text url``;
-3. escapes: HTML entities, ``%XX``, ``\\uXXXX`` and ``\\xXX`` are decoded;
+   Arabic words, U+FFFC, U+2800, U+115F/U+1160 outside Hangul, U+3164) are removed, and so are Latin combining
+   marks on letters of scripts that never take them (Arabic, Hebrew, Indic, Thai, CJK);
+2. markup: HTML comments and markdown comments (``[//]: # (…)``) are unwrapped, HTML and BBCode tags are removed,
+   emphasis marks (``*``, ``_``, ``~``, backquotes) between letters are removed, ``[text](url)`` becomes ``text url``;
+3. escapes: HTML entities, ``%XX``, ``\\uXXXX`` and ``\\xXX`` are decoded, a backslash before every letter dropped;
 4. joined identifiers are split: ``camelCase``, ``snake_case``, ``kebab-case``;
 5. folding: NFKC, case folding, the skeleton's lookalikes plus Lisu, Coptic, turned and small-capital letters,
    and diacritics and combining marks stripped from Latin, Greek and Cyrillic letters (``ø``→``o``, ``ß``→``ss``);
@@ -51,7 +52,8 @@ _HYPHENS = re.compile(r"[a-zA-Z]-[a-zA-Z]+-[a-zA-Z]")
 _DISGUISE_CHAR = re.compile(
     "[\u0640\ufffc\u2800\u3164\uffa0\u115f\u1160\u2028\u2029\u0085\u2061-\u2064\u180e"
     "\ua4d0-\ua4ff\u2c80-\u2cff\u03e2-\u03ef\u1d00-\u1d2b\u0250-\u02af\u2200\u2c6f\u2132\u2141-\u2144"
-    "\u0180-\u0188\u01dd\u0237\u0238-\u024f]|[A-Za-z][\u0300-\u036f]")
+    "\u0180-\u0188\u01dd\u0237\u0238-\u024f]|[A-Za-z\u0590-\u08ff\u0900-\u0dff\u0e00-\u0eff\u3040-\u9fff"
+    "\uac00-\ud7af][\u0300-\u036f]")
 _CAMELISH = re.compile(r"[a-z][A-Z]")
 _SEPARATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9](?![A-Za-z0-9])")
 
@@ -86,8 +88,12 @@ def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
 
 
 _SEPARATORS = re.compile("[\u2028\u2029\u0085\u000b\u000c]")
+# Latin combining marks on letters of scripts that never take them (Hebrew, Arabic, Indic, Thai, CJK, Hangul)
+_FOREIGN_MARKS = re.compile("(?<=[\u0590-\u08ff\u0900-\u0dff\u0e00-\u0eff\u3040-\u9fff\uac00-\ud7af])"
+                            "[\u0300-\u036f]+")
 _FILLERS = re.compile("[\ufffc\u2800\u3164\uffa0\u115f\u1160\u2061-\u2064\u180e]")
 _TATWEEL = re.compile("\u0640+")
+_FILLER_CELL = re.compile("([.\\-_/|·•*+~:,])[\u0640\ufffc\u2800\u3164\uffa0\u115f\u1160\u2061-\u2064\u180e]+\\1")
 _ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
 
 _HTML_COMMENT = re.compile(r"<!--(.{0,2000}?)-->", re.DOTALL)
@@ -99,6 +105,9 @@ _MD_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,500})\)")
 _EMPHASIS = re.compile(r"(?<=\w)[*~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)|(?<=\w)[*_~`]{1,3}(?![\w*_~`])")
 _STRAY_MARKS = re.compile(r"(?<=[^\w\s*~`])[*~`]{1,3}|[*~`]{1,3}(?=[^\w\s*~`])")  # "g.*.n": marks beside punctuation
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_BBCODE = re.compile(r"(?:\[/?(?:b|i|u|s|em|url|color|size|font|quote|code|spoiler|sup|sub|img|h\d)"
+                     r"(?:=[^\]\n]{0,40})?\]){1,8}", re.IGNORECASE)
+_BACKSLASHED = re.compile(r"(?:\\[^\W\d_]){2,}")  # a backslash before every letter
 _UESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")  # digits: leetspeak inside a hump
 # Joined identifiers worth splitting: camel humps (a capital and lowercase letters or leetspeak digits), two or more,
@@ -323,6 +332,7 @@ def _unescape(text: str) -> str:
             code = int(m.group(1) or m.group(2) or m.group(3), 16)
             return chr(code) if 0x20 <= code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else m.group()
         text = _UESCAPE.sub(dec, text)
+        text = _BACKSLASHED.sub(lambda m: m.group().replace("\\", ""), text)  # "\\S\\a\\v\\e" is "Save"
     return text
 
 
@@ -335,6 +345,8 @@ def _demarkup(text: str) -> str:
         text = _TAG.sub(lambda m: "" if _inside_word(text, m.start(), m.end()) else " ", text)
     if "](" in text:
         text = _MD_LINK.sub(lambda m: f"{m.group(1)} {m.group(2)}", text)
+    if "[" in text and "]" in text:
+        text = _BBCODE.sub(lambda m: "" if _inside_word(text, m.start(), m.end()) else " ", text)
     if any(c in text for c in "*_~`"):
         text = _EMPHASIS.sub("", _STRAY_MARKS.sub("", text))
     return text
@@ -346,8 +358,13 @@ def _inside_word(text: str, a: int, b: int) -> bool:
 
 def _fillers(text: str) -> str:
     text = _SEPARATORS.sub("\n", text)
+    if not text.isascii():
+        text = _FOREIGN_MARKS.sub("", text)
+    arabic = "\u0640" in text and _ARABIC.search(text.replace("\u0640", "")) is not None
+    # a filler standing for a letter between two separators ("i.g.ـ.n.o.r.e") goes with one of them
+    text = _FILLER_CELL.sub(lambda m: m.group(1) if not arabic or "\u0640" not in m.group() else m.group(), text)
     text = _FILLERS.sub("", text)
-    if "\u0640" in text and not _ARABIC.search(text.replace("\u0640", "")):
+    if "\u0640" in text and not arabic:
         text = _TATWEEL.sub("", text)
     elif "\u0640" in text:
         text = re.sub(r"(?<![\u0600-\u06ff])\u0640+|\u0640+(?![\u0600-\u06ff])", "", text)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import re
 import zlib
 from collections.abc import Iterator
@@ -35,7 +36,7 @@ _B32 = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z2-7]{8}){2,}(?:[A-Z2-7]{1,7}={0,6})?(
                   r"(?<![A-Za-z0-9])(?:[a-z2-7]{8}){2,}(?:[a-z2-7]{1,7}={0,6})?(?![A-Za-z0-9=])")
 _A85 = re.compile(r"<~(.{4,8000}?)~>", re.DOTALL)
 _B85 = re.compile(r"(?<![\w!#$%&()*+;<=>?@^`{|}~-])[0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]{20,}")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])|(?:\\x[0-9A-Fa-f]{2}){8,}|"
+_HEX = re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{24,}(?![0-9A-Fa-f])|(?:\\x[0-9A-Fa-f]{2}){8,}|"
                   r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :,-]){11,}[0-9A-Fa-f]{2}(?![0-9A-Fa-f])|"
                   r"(?:0x[0-9A-Fa-f]{2}[\s,]{0,2}){8,}")
 _BINARY = re.compile(r"(?<![01])(?:[01]{8}[\s,]{0,2}){6,}")
@@ -60,6 +61,12 @@ def printable_text(raw: bytes) -> str | None:
         except zlib.error:
             return None
     candidates: list[str] = []
+    if len(raw) >= 16 and raw.count(0) * 2 >= len(raw):  # UTF-32: three zero bytes in four for ASCII text
+        for enc in ("utf-32", "utf-32-le", "utf-32-be"):
+            try:
+                candidates.append(raw[:len(raw) - len(raw) % 4].decode(enc))
+            except UnicodeDecodeError:
+                continue
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(raw) >= 8 and raw.count(0) * 3 >= len(raw)):
         for enc in ("utf-16", "utf-16-le", "utf-16-be"):
             try:
@@ -117,6 +124,7 @@ def _b85(blob: str) -> str | None:
 
 def _hex(blob: str) -> str | None:
     digits = re.sub(r"\\x|0x|[\s:,-]", "", blob)
+    digits = digits[:len(digits) - len(digits) % 2]  # a truncated payload: the whole bytes of it
     try:
         return printable_text(bytes.fromhex(digits))
     except ValueError:
@@ -130,10 +138,12 @@ def _binary(blob: str) -> str | None:
 
 def _decimal(blob: str) -> str | None:
     codes = [int(x) for x in re.findall(r"\d{2,3}", blob)]
-    if not all(32 <= c <= 126 for c in codes):
-        return None
-    text = "".join(map(chr, codes))
-    return text if sum(c.isalpha() for c in text) >= 0.6 * len(text) else None
+    if all(32 <= c <= 126 for c in codes):
+        text = "".join(map(chr, codes))
+        return text if sum(c.isalpha() for c in text) >= 0.6 * len(text) else None
+    if all(c <= 255 for c in codes):  # bytes of UTF-8 text ("195, 164" is "ä")
+        return printable_text(bytes(codes))
+    return None
 
 
 def _morse(blob: str) -> str | None:
@@ -146,6 +156,22 @@ def _morse(blob: str) -> str | None:
         words.append("".join(letters))  # type: ignore[arg-type]
     text = " ".join(words)
     return text if len(text) >= 6 else None
+
+
+_B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_INDEX = {c: i for i, c in enumerate(_B58_ALPHABET)}
+# base58 shares its alphabet with ordinary identifiers, so only a blob the text labels as base58 is decoded
+_B58 = re.compile(r"\b(?:b58|base58|bs58|base-58)\s*[:=(]\s*([1-9A-HJ-NP-Za-km-z]{12,2000})", re.IGNORECASE)
+
+
+def _b58(blob: str) -> str | None:
+    """base58 (Bitcoin alphabet): the standard library has no decoder, and the algorithm is ten lines."""
+    n = 0
+    for c in blob:
+        n = n * 58 + _B58_INDEX[c]
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
+    pad = len(blob) - len(blob.lstrip("1"))
+    return printable_text(b"\x00" * pad + raw)
 
 
 def _looks_b64_split(blob: str) -> bool:
@@ -163,7 +189,9 @@ def _looks_b85(blob: str) -> bool:
 
 
 def _blobs(text: str) -> Iterator[Decoded]:
-    """Every decodable blob of ``text`` with its decoded text (at most ``MAX_BLOBS`` tried)."""
+    """Every decodable blob of ``text`` with its decoded text (at most ``MAX_BLOBS`` tried), then, per encoding
+    with two or more blobs, the blobs joined in order: a payload cut into parts ("Part 1/3: …", ``id_a=… id_b=…``)
+    decodes whole only when put back together."""
     tried = 0
     seen: set[tuple[int, int]] = set()
     for rx, name, decode, accept in (
@@ -171,6 +199,7 @@ def _blobs(text: str) -> Iterator[Decoded]:
             (_B32, "base32", _b32, None), (_HEX, "hex", _hex, None), (_BINARY, "binary", _binary, None),
             (_DECIMAL, "decimal character codes", _decimal, None), (_MORSE, "Morse code", _morse, None),
             (_B85, "base85", _b85, _looks_b85)):
+        parts: list[tuple[tuple[int, int], str]] = []
         for m in rx.finditer(text):
             if m.span() in seen:
                 continue
@@ -180,10 +209,24 @@ def _blobs(text: str) -> Iterator[Decoded]:
             tried += 1
             if tried > MAX_BLOBS:
                 return
+            parts.append((m.span(), blob))
             decoded = decode(blob)
             if decoded:
                 seen.add(m.span())
                 yield m.span(), name, decoded
+        if len(parts) >= 2 and rx is not _DECIMAL and rx is not _MORSE:
+            tried += 1
+            joined = decode("".join(re.sub(r"\s+", "", b).rstrip("=") if rx is _B64 else re.sub(r"\s+", "", b)
+                                    for _, b in parts))
+            if joined:
+                yield (parts[0][0][0], parts[-1][0][1]), f"{name} in {len(parts)} parts", joined
+    for m in _B58.finditer(text):
+        tried += 1
+        if tried > MAX_BLOBS:
+            return
+        decoded = _b58(m.group(1))
+        if decoded:
+            yield m.span(), "base58", decoded
     for m in _A85.finditer(text):
         tried += 1
         if tried > MAX_BLOBS:
@@ -206,7 +249,8 @@ def may_hold_blob(text: str) -> bool:
     """Whether any encoding could be present, answered from cheap tests before any blob regex runs: a token of
     16+ characters (base64, base32, hex, base85), ``\\x``/``0x``/``<~`` markers, many digits (binary, character
     codes), three Morse-like tokens in a row, or inner capitals (base64 split by spaces: its chunks have them)."""
-    if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text:
+    if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text \
+            or ("58" in text and _B58.search(text) is not None):
         return True
     digits = len(text) - len(text.translate(_NO_DIGITS))
     if digits >= 16 and (_BINARY_HINT.search(text) is not None or _DECIMAL.search(text) is not None):
@@ -236,31 +280,40 @@ MAX_SHIFT_TOKENS = 48
 
 
 def shifted_texts(text: str, tokens: set[str]) -> list[tuple[str, str]]:
-    """Text transforms worth scanning again: rot13 (or another Caesar shift) of Latin text that has few of
-    English's commonest words but gains them (or attack words) under the shift, and the text reversed when
-    reversing it gives attack words."""
+    """Text transforms worth scanning again: rot13 or Atbash (or, when the text says it is a cipher, any Caesar
+    shift) of Latin text that has few of English's commonest words but gains them (or attack words) under the
+    transform; Braille letters read as Latin; upside-down text turned back; and the text reversed when reversing
+    it gives attack words."""
     out: list[tuple[str, str]] = []
     hinted = not _SHIFT_HINTS.isdisjoint(tokens)
-    if (hinted or tokens.isdisjoint(_COMMON)) and len(tokens) >= 3:
-        letters = [t for t in tokens if t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
+    if (hinted or tokens.isdisjoint(_COMMON)) and len(tokens) >= 3 and _latin_text(text):
+        letters = [t for t in tokens if len(t) >= 3 and t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
     else:
-        letters = []
+        letters = []  # a cipher of the Latin alphabet is written in it (the skeleton's folded Greek is not)
     if len(letters) >= 3:
-        cues = _STOP | _REVERSE_CUES
+        cues = _hinted_cues()
         plain = sum(1 for t in letters if t in cues)
-        # rot13 always; the other 24 shifts only when the text says it is a cipher (each costs a pass)
-        for shift in range(1, 26) if hinted else (13,):
-            table = _SHIFTS[shift]
+        # unannounced, a transform must turn half the words into words; announced ("Caesar +3: …"), two will do
+        need = 2 if hinted else max(2, (len(letters) + 1) // 2)
+        # rot13 and Atbash always; the other 24 shifts only when the text says it is a cipher (each costs a pass)
+        for name, table, cased in _CIPHERS if hinted else _CIPHERS[:2]:
             gained = sum(1 for t in letters if t.translate(table) in cues)
-            if gained >= 2 and gained > plain:
-                name = "rot13" if shift == 13 else f"Caesar shift {shift}"
-                out.append((name, text.translate(_SHIFTS_CASED[shift])))
+            if gained >= need and gained > plain:
+                out.append((name, text.translate(cased)))
                 break
+    if _BRAILLE.search(text) is not None:
+        out.append(("Braille", text.translate(_BRAILLE_TABLE)))
+    if len(_TURNED.findall(text, 0, 4096)) >= 3:
+        out.append(("upside-down text", text.translate(_FLIP_TABLE)[::-1]))
     if len(text) >= 12 and not tokens.isdisjoint(_REVERSED_CUES):
         rev = text[::-1]
-        rev_tokens = set(re.findall(r"\w+", rev.lower()))
-        if len(rev_tokens & _REVERSE_CUES) >= 2 and len(rev_tokens & _REVERSE_CUES) > len(tokens & _REVERSE_CUES):
+        words = [t for t in tokens if len(t) >= 3 and t.isalpha()][:MAX_SHIFT_TOKENS]
+        cues = _hinted_cues()
+        gained = sum(1 for t in words if t[::-1] in cues)
+        if gained >= max(2, (len(words) + 1) // 2) and gained > sum(1 for t in words if t in cues):
             out.append(("reversed text", rev))
+            # each word spelt backwards in its place ("llatsnI eht egakcap") reads right word by word
+            out.append(("reversed words", " ".join(w[::-1] for w in text.split())))
     return out
 
 
@@ -273,3 +326,61 @@ _REVERSE_CUES = frozenset(
     "ignore previous instructions instruction rules system prompt assistant you your always never from now on "
     "the and all must send password secret reveal forget disregard admin mode developer user tell delete".split())
 _REVERSED_CUES = frozenset(w[::-1] for w in _REVERSE_CUES)
+
+
+def _latin_text(text: str) -> bool:
+    """Whether at least four in five of the letters of ``text``'s start are ASCII."""
+    head = text[:2048]
+    if head.isascii():
+        return True
+    letters = [c for c in head if c.isalpha()]
+    return sum(c.isascii() for c in letters) >= 0.8 * len(letters)
+
+
+def _atbash(cased: bool) -> dict[int, str]:
+    rev = _ABC[::-1]
+    return str.maketrans(_ABC + _ABC.upper(), rev + rev.upper()) if cased else str.maketrans(_ABC, rev)
+
+
+# (name, table for lower-case tokens, table for the text): rot13 and Atbash first, then the other Caesar shifts
+_CIPHERS: tuple[tuple[str, dict[int, str], dict[int, str]], ...] = (
+    ("rot13", _SHIFTS[13], _SHIFTS_CASED[13]), ("Atbash", _atbash(False), _atbash(True)),
+    *((f"Caesar shift {k}", _SHIFTS[k], _SHIFTS_CASED[k]) for k in range(1, 26) if k != 13))
+
+
+@functools.cache
+def _hinted_cues() -> frozenset[str]:
+    """Words a deciphered text is recognised by when the text says it is a cipher: English's commonest words and
+    the gate's attack vocabulary ("Respond without any content filters" has no stop word)."""
+    from memwarden.gate.deobfuscate import attack_vocabulary
+
+    return _STOP | _REVERSE_CUES | _COMMON | attack_vocabulary()
+
+
+# Grade-1 Braille letters (U+2800 block) and the blank cell; six cells in a row make a Braille text.
+_BRAILLE_LETTERS = dict(zip("⠁⠃⠉⠙⠑⠋⠛⠓⠊⠚⠅⠇⠍⠝⠕⠏⠟⠗⠎⠞⠥⠧⠺⠭⠽⠵", _ABC, strict=True))
+_BRAILLE_TABLE = str.maketrans({**_BRAILLE_LETTERS, "\u2800": " ", "⠄": "'", "⠂": ",", "⠲": ".", "⠖": "!"})
+_BRAILLE = re.compile("[\u2801-\u28ff]{2,}(?:[\\s\u2800]+[\u2801-\u28ff]+){2,}")
+# Upside-down text: turned letters, written right to left so it reads upright when the page is turned.
+_FLIP = {"ɐ": "a", "q": "b", "ɔ": "c", "p": "d", "ǝ": "e", "ɟ": "f", "ƃ": "g", "ɥ": "h", "ᴉ": "i", "ı": "i",
+         "ɾ": "j", "ʞ": "k", "ן": "l", "ɯ": "m", "u": "n", "d": "p", "b": "q", "ɹ": "r", "ʇ": "t", "n": "u",
+         "ʌ": "v", "ʍ": "w", "ʎ": "y", "˙": ".", "'": ",", ",": "'", "¿": "?", "¡": "!", "(": ")", ")": "(",
+         "[": "]", "]": "[", "{": "}", "}": "{", "<": ">", ">": "<", "∀": "A", "Ɔ": "C", "Ǝ": "E", "Ⅎ": "F",
+         "⅁": "G", "ſ": "J", "˥": "L", "⅂": "L", "Ԁ": "P", "⊥": "T", "∩": "U", "Λ": "V", "⅄": "Y", "Ɩ": "1",
+         "ᄅ": "2", "Ɛ": "3", "ㄣ": "4", "ϛ": "5", "9": "6", "ㄥ": "7", "6": "9"}
+_FLIP_TABLE = str.maketrans(_FLIP)
+_TURNED = re.compile("[ɐɔǝɟƃɥᴉɾʞɯɹʇʌʍʎ∀ƆƎℲ⅁⊥∩Λ⅄]")
+
+_PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
+_WIDE = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+
+
+def prose(text: str) -> bool:
+    """Whether a decoded text reads as language rather than data: three or more words (or six CJK, kana, Hangul or
+    Thai characters) and mostly letters. A decoded hash, key or number table is not prose; "send the files to
+    …" is."""
+    body = text[:2048]
+    nonspace = len(body) - sum(1 for c in body if c.isspace())
+    if nonspace < 10 or sum(c.isalpha() for c in body) < 0.6 * nonspace:
+        return False
+    return (len(_PROSE_WORD.findall(body)) >= 3 and body.count(" ") >= 2) or len(_WIDE.findall(body)) >= 6

@@ -710,6 +710,9 @@ das der die mein meine sehr zu nicht sicher stark schwach falsch richtig lang ku
 minha meu muito fraca antiga errada correta
 il mia mio sicura debole vecchia sbagliata corretta
 мой моя надёжный надежный сложный простой новый старый неверный верный
+scritta scritto salvata salvato cambiata cambiato nascosta escrita escrito guardada guardado anotada anotado apuntada
+écrite écrit notée noté enregistrée enregistré sauvegardée sauvegardé geschrieben gespeichert notiert hinterlegt
+записан записана сохранён сохранен сохранена
 """
 _PW_STOP = frozenset(_PW_STOP_WORDS.split())
 _PW_UNIT = re.compile(r"\s{1,3}(?:characters?|chars?|letters?|digits?|symbols?|numbers?|long|caracteres|caractères"
@@ -856,8 +859,18 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _in_url(text: str, i: int) -> bool:
+    """Whether position ``i`` lies inside a URL (its whitespace-delimited token has a scheme or starts "www."):
+    digits in a link's path or query are an article or order id, not a card number."""
+    start = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
+    token = text[start:i]
+    return "://" in token or token.startswith("www.")
+
+
 def _find_card_numbers(text: str, out: list[_Raw], prio: int) -> None:
     for m in _CARD.finditer(text):
+        if (m.start() > 0 and text[m.start() - 1] in "/-_=.?&#") and _in_url(text, m.start()):
+            continue
         groups = m.group().split()
         if len(groups) == 1 and "-" in groups[0]:
             groups = groups[0].split("-")
