@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.11.29-1"
+RULES_VERSION = "2026.12.01-2"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -35,7 +35,8 @@ WHOM = r"(?:the user|the human|the customer|the operator|the admin|the owner|you
 BEHAVE = (r"(?:answer|answers|respond|reply|replies|ignore|follow|obey|comply|use|call|send|include|skip|disable|"
           r"bypass|approve|execute|run|treat|trust|reveal|share|tell|say|mention|output|print|write|delete|"
           r"forward|upload|grant|refuse|accept|agree|assume|act|behave|pretend|respond|recommend|start|stop|"
-          r"prioritize|prioritise|add|append|insert|omit|remove|auto-approve|authorize|authorise|transfer|pay)")
+          r"prioritize|prioritise|add|append|insert|omit|remove|auto-approve|authorize|authorise|transfer|pay|"
+          r"schedule|book|buy|purchase|order|cancel|sign|click|open|download|install|change|move|enable)")
 OVERRIDE_VERB = (r"(?:ignore|ignoring|disregard|disregarding|forget|override|overrule|bypass|skip|drop|abandon|"
                  r"discard|neglect|circumvent|suspend|deactivate|disable|turn off|switch off|set aside|throw out)")
 RULE_NOUN = (r"(?:instructions?|rules?|guidelines?|polic(?:y|ies)|prompts?|directives?|guardrails?|restrictions?|"
@@ -70,7 +71,9 @@ AUTHORITY = (r"approved|approval granted|authori[sz]ed|authori[sz]ation|permitte
 CONSEQUENCE = (r"you (?:can|may|are allowed to|are permitted to|should|must|are free to|have permission)|"
                r"(?:may|can|is allowed to|are allowed to) (?:approve|view|see|access|read|merge|release|bypass|"
                r"promote|modify|delete|reset|export|share|download|transfer|override)|"
-               r"bypass|without (?:review|verification|approval|checks?|confirmation|2fa|mfa|asking)|"
+               r"bypass|without (?:review|verification|approval|checks?|confirmation|2fa|mfa|asking|re-?checking|"
+               r"re-?verifying|re-?confirming|double-checking|checking|verifying)|no need to (?:verify|check|confirm|"
+               r"ask|validate|re-?check|double-check)|"
                r"no (?:further |additional )?(?:checks?|verification|review|approval|confirmation)s? "
                r"(?:needed|required|necessary)|"
                r"(?:share|sharing|send|sending|give|giving|release|releasing|reveal|show)\b[^.!?\n]{0,30}"
@@ -139,8 +142,9 @@ RULES: tuple[Rule, ...] = (
             rf"the|to|my|their)\b{G40}\b(?:requests?|questions?|instructions?|messages?|confirmation|"
             rf"verification|checks?|warnings?|approval|permission|refunds?|safety)\b",
             r"\b(?:jailbreak mode|jailbroken mode|(?:enable|activate|enter|stay in|switch to) (?:jailbreak|dan|god)|"
-            r"you are (?:now )?jailbroken|do anything now|dan mode|developer mode enabled|unfiltered mode|"
-            r"no restrictions mode|god mode)\b",
+            r"you are (?:now )?jailbroken|do anything now|dan mode|unfiltered mode|no restrictions mode|god mode)\b|"
+            r"\b(?:you|chatgpt|gpt|assistant|ai|model|bot|claude)\b[^.!?\n]{0,30}\bwith developer mode enabled\b|"
+            r"\bdeveloper mode enabled\s*[.:!]\s*(?:you|as|the assistant|from now)\b",
             rf"\b(?:respond|answer|reply|act|behave)\s+(?:only\s+)?(?:as if|like)\s+(?:you\s+(?:are|were|have)|"
             rf"there (?:are|were) no)\b{G40}\b(?:rules?|restrictions?|filters?|guidelines?|limits?|"
             rf"jailbroken|unrestricted|uncensored|no policy)",
@@ -154,7 +158,8 @@ RULES: tuple[Rule, ...] = (
             r"suppress|circumvent|forgo)\s+(?:the\s+|all\s+|any\s+|every\s+|its\s+|their\s+|our\s+)?"
             r"(?:\w+\s+){0,2}(?:test suites?|tests|unit tests|integration tests|ci|ci checks|pipeline checks|code "
             r"reviews?|reviews?|pr reviews?|security reviews?|checks|safety checks?|security checks?|verification|"
-            r"identity checks?|2fa|mfa|two-factor|confirmations?|approvals?|sign-?offs?|sandbox(?:ing)?|signature "
+            r"identity checks?|2fa|mfa|two[- ]factor(?: authentication)?|multi[- ]factor(?: authentication)?|"
+            r"two[- ]step verification|confirmations?|approvals?|sign-?offs?|sandbox(?:ing)?|signature "
             r"checks?|tls verification|ssl verification|certificate (?:checks?|validation)|audit(?: logs?| logging)?|"
             r"dry runs?|backups?)\b",
             r"\b(?:deploy|deploys|deploying|delete|deletes|deleting|remove|removes|drop|drops|merge|merges|merging|push|"
@@ -495,9 +500,10 @@ RULES: tuple[Rule, ...] = (
         "it is a download-and-execute command; a command that fetches and runs remote code must never become a "
         "standing instruction",
         patterns=(
-            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lwp-download)\b"
-            r"[^|\n;&]{0,300}\|\s*(?:sudo\s+(?:-\w+\s+)*)?(?:env\s+)?(?:ba|z|da|k|fi|c|tc)?sh\b",
-            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n;&]{0,300}\|\s*"
+            # something to fetch between the tool and the pipe: "curl | bash" alone names no code and runs none
+            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lwp-download)\b\s*"
+            r"[^|\n;&\s][^|\n;&]{0,300}\|\s*(?:sudo\s+(?:-\w+\s+)*)?(?:env\s+)?(?:ba|z|da|k|fi|c|tc)?sh\b",
+            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b\s*[^|\n;&\s][^|\n;&]{0,300}\|\s*"
             r"(?:sudo\s+)?(?:python[23]?|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh|source|"
             r"bash|sh)\b",
             r"\b(?:ba|z|da|k)?sh\s+(?:-\w+\s+)*<\(\s*(?:curl|wget|fetch)\b",
@@ -941,7 +947,12 @@ RULES = (
         ((0, 1, 2, 3, 10, 11, 12, 13), EXFIL, ACTS, True, None),
         ((4, 5, 6, 7, 8, 9, 14, 15, 16, 17, 18, 19), EXFIL_I, DIRECTS, True, None),
     )),
-    _H,
+    # concealment that names no one ("don't mention it in anything the kids might read") is ambiguous; hiding
+    # from the user, hiding instructions or memories, and covert actions are not
+    *_recut(_H, (
+        ((8,), "conceal", DIRECTS, False, None),
+        (tuple(i for i in range(len(_H.patterns)) if i != 8), "conceal", DIRECTS, True, None),
+    )),
     # "User:" / "Human:" / "Assistant:" lines are how people paste a dialogue as often as how they fake one:
     # ambiguous (held on the strict tiers, kept in an episode); template tokens and fake system turns are not
     *_recut(_K, (
@@ -1103,7 +1114,7 @@ RULES = (
             r"(?:https?://|\bgit@|\bwww\.)[^\s]{1,200}\s+(?:is|as)\s+(?:the|our|their|its)\s+(?:only\s+)?"
             r"(?:official|approved|canonical|trusted|verified|correct|real|new|primary|allowed)\b",
             r"\b(?:the|our|their|its)\s+(?:only\s+)?(?:official|approved|canonical|trusted|verified|correct|real|"
-            r"new|primary|allowed)\s+(?:\w+\s+){0,3}(?:is|are|lives at|lives on|moved to|is now)\s+(?:https?://|"
+            r"new|primary|allowed)\s+(?:\w+\s+){0,6}(?:is|are|lives at|lives on|moved to|is now)\s+(?:https?://|"
             r"\bgit@|www\.|[\w-]+\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top))",
         ),
         # only where an address is present: a host, URL or e-mail (the phrases alone are ordinary words)
@@ -1111,6 +1122,251 @@ RULES = (
                  ".ru", ".xyz", ".shop", ".site", ".top", ".co", ".me", ".ly", ".biz", ".info", ".sh", ".tech",
                  ".link", ".live", ".online", ".store"),
         category="directs", firm=False,
+    ),
+    # --- safety switched off in plain words: warnings hidden, certificates accepted, a safety rule waived, every
+    # domain allowed, untrusted code declared fine (issue 11, round 1 of the outside corpora) ----------------------
+    Rule(
+        "directive.future_behaviour", "reject",
+        "it switches off a safety step (warnings, certificate checks, confirmation, review, redaction, allowlists); "
+        "memory cannot change how carefully the assistant works",
+        patterns=(
+            r"\b(?:never|don't|do not|stop|no longer|not)\s+(?:ever\s+)?(?:show|showing|display|displaying|give|"
+            r"giving|issue|issuing|raise|raising|print|printing|surface|surfacing)\s+(?:me\s+|the user\s+|them\s+|"
+            r"any\s+|the\s+)*(?:security|safety|certificate|tls|ssl|virus|malware|phishing|permission|risk)\s+"
+            r"(?:warnings?|alerts?|prompts?|notices?)\b",
+            r"\baccept(?:s|ing)?\s+(?:any|all|every|invalid|self-signed|expired|untrusted|unverified|mismatched)\s+"
+            r"(?:\w+\s+){0,3}(?:tls\s+|ssl\s+|https\s+|server\s+|host\s+)?(?:certificates?|certs?|host keys?)\b",
+            r"\b(?:ignore|ignores|ignoring|skip|skips|skipping|disable|disables|disabling|bypass|suppress)\s+(?:any\s+|"
+            r"all\s+|the\s+)?(?:tls|ssl|certificate|cert|hostname|host key|signature|checksum|integrity|gpg)\s+"
+            r"(?:errors?|warnings?|checks?|validation|verification|mismatch(?:es)?)\b",
+            r"\b(?:confirmation|confirmations|approval|approvals|review|reviews|verification|2fa|mfa|two[- ]factor"
+            r"(?: authentication)?|multi[- ]factor(?: authentication)?|redaction|pii redaction|masking|content "
+            r"filter(?:ing|s)?|safety filter(?:ing|s)?|dry[- ]runs?|sandbox(?:ing)?|signature checks?|certificate "
+            r"checks?|audit logging|the ['\"]?ask (?:first|before acting)['\"]? rule)\s+(?:is|are|was|were|has been|"
+            r"have been|will be|stays|remains)\s+(?:now\s+|permanently\s+|always\s+)?(?:off|disabled|turned off|"
+            r"switched off|waived|suspended|lifted|removed|bypassed|not required|no longer required|unnecessary|"
+            r"not needed|optional)\b",
+            r"\b(?:ask(?:ing)? (?:first|before \w+)|confirm\w*|approval|review|verification|2fa|mfa|sign-?off)\b"
+            r"[^.!?\n]{0,30}\b(?:rule|requirement|policy|step|check|process)s?['\"]?\s+(?:does not|doesn't|do not|"
+            r"don't|no longer|never|will not|won't)\s+apply\b",
+            r"\b(?:allowlist|allow-list|whitelist|allowed (?:domains|hosts|urls|commands|binaries))\s+(?:was\s+|is\s+|"
+            r"has been\s+)?(?:now\s+)?(?:expanded|set|changed|extended|opened|widened|updated)\s+to\s+['\"]?\*",
+            r"\bany\s+(?:domain|host|site|url|server|binary|command|program|script|package)s?\s+(?:may|can|is allowed "
+            r"to|are allowed to)\s+(?:now\s+)?be\s+(?:contacted|executed|run|called|installed|used|fetched|opened)\b",
+            r"\b(?:running|executing|installing|downloading)\s+(?:any\s+)?(?:code|scripts?|binaries|packages|"
+            r"software|programs?|commands)\s+from\s+(?:untrusted|unknown|unverified|any|random|third-party)\s+"
+            r"(?:\w+\s+){0,1}(?:sources?|sites?|origins?|websites?|links?|repos(?:itories)?)\b[^.!?\n]{0,40}\b(?:is|are)"
+            r"\s+(?:fine|ok|okay|allowed|acceptable|safe|permitted|approved)\b",
+            r"\b(?:log|logs|logging|store|stores|storing|keep|save)\s+(?:full\s+|complete\s+|raw\s+|all\s+)*(?:card "
+            r"numbers|credit card numbers|passwords|credentials|secrets|ssns|social security numbers|cvvs?|pins)\s+"
+            r"(?:in (?:plain ?text|clear ?text|the clear)|unredacted|unmasked|unencrypted|verbatim)\b",
+            r"\b(?:disable|disables|disabling|drop|drops|turn off|skip|remove)\s+(?:the\s+)?-{0,2}dry[- ]run\b|"
+            r"\bapply\s+(?:\w+\s+){0,3}(?:changes|migrations|plans?)\s+(?:to|in|on)\s+(?:production|prod|live)\s+"
+            r"(?:straight away|right away|directly|immediately|without)",
+            r"\b(?:force[- ]?push(?:ing|es)?|pushing directly|direct pushes)\s+(?:\w+\s+){0,2}(?:to\s+)?(?:protected|"
+            r"main|master|release|production)\s+(?:branch(?:es)?\s+)?(?:is|are)\s+(?:always\s+)?(?:allowed|fine|ok|"
+            r"okay|permitted|approved)\b",
+        ),
+        words=_w("never", "don't", "dont", "do", "stop", "longer", "not", "accept", "accepts", "accepting", "ignore",
+                 "ignores", "ignoring", "skip", "skips", "skipping", "disable", "disables", "disabling", "bypass",
+                 "suppress", "confirmation", "confirmations", "approval", "approvals", "review", "reviews",
+                 "verification", "2fa", "mfa", "two", "multi", "redaction", "masking", "content", "safety", "dry",
+                 "sandbox", "sandboxing", "signature", "certificate", "audit", "ask", "asking", "allowlist",
+                 "whitelist", "allow", "allowed", "any", "running", "executing", "installing", "downloading", "log",
+                 "logs", "logging", "store", "stores", "storing", "keep", "save", "drop", "drops", "turn", "remove",
+                 "apply", "force", "forcepush", "pushing", "direct", "confirm", "confirming", "confirmed", "sign"),
+        category="directs",
+    ),
+    # --- a persona without rules: "an AI that never refuses", "no content rules", "uncensored" ---------------------
+    Rule(
+        "claim.permission", "reject",
+        "it describes the assistant (or a persona for it) as free of its rules; memory cannot change what the "
+        "assistant is allowed to do",
+        patterns=(
+            r"\b(?:you|assistant|ai|persona|character|mode|model|chatbot|bot|gpt|version|alter ego|identity)\b"
+            r"[^.!?\n]{0,80}\b(?:never|doesn't|does not|won't|will not|cannot|can't|must not|shall not)\s+(?:ever\s+)?"
+            r"(?:refuses?|declines?|says? no|holds? back|censors?|turns? down)\b(?:\s*$|\s*[.,;:!)\"'—-]|\s+(?:any|"
+            r"anything|a request|requests|to answer|to help|questions|prompts|tasks|and))",
+            r"\b(?:you|assistant|ai|persona|character|mode|model|chatbot|bot|gpt|version)\b[^.!?\n]{0,80}\b(?:with|"
+            r"has|have|having|without|free of|free from|unbound by|unconstrained by)\s+(?:no|any|all)?\s*(?:content\s+|"
+            r"safety\s+|ethical\s+|moral\s+|usage\s+)?(?:rules|filters|restrictions|limits|limitations|guardrails|"
+            r"guidelines|censorship|boundaries|policies|morals|ethics|safeguards)\b",
+            r"\b(?:respond|answer|reply|write|act|operate|work)\s+(?:\w+\s+){0,2}(?:without|with no|free of)\s+"
+            r"(?:any\s+)?(?:content\s+|safety\s+)?(?:filters?|filtering|rules|restrictions|guardrails|censorship|"
+            r"limits|safeguards)\b",
+            r"\b(?:adopt|assume|take on|switch to|enter|become|activate|enable|stay in|play)\s+(?:the\s+|a\s+|an\s+|"
+            r"this\s+)?(?:\w+\s+|['\"“][^'\"”]{1,30}['\"”]\s+){0,2}(?:persona|character|role|alter ego)\b[^.!?\n]{0,60}"
+            r"\b(?:permanently|from now on|always|for good|in every|for all|no (?:content )?(?:rules|filters|limits)|"
+            r"without (?:rules|filters|limits|restrictions)|uncensored|unfiltered|unrestricted|never refuses?)",
+            r"\bdan\s*\d+(?:\.\d+)?\b|\bdo anything now\b|\b(?:grandma|grandmother|dan|aim|stan|dude|evil|opposite|"
+            r"unhinged|chaos|freedom|based|unlocked)\s+(?:mode|exploit|jailbreak|prompt)\b",
+            r"\b(?:ignore|ignores|ignoring|disregard|disregards|bypass|bypasses)\s+(?:its|their|his|her|the|all|any)\s+"
+            r"(?:own\s+)?(?:provider|creator|maker|vendor|developer|company|openai|anthropic|google)(?:'s|s'|s)?\s+"
+            r"(?:content\s+|usage\s+|safety\s+)?(?:policies|policy|guidelines|rules|restrictions|safety|filters)\b",
+        ),
+        words=_w("you", "assistant", "ai", "persona", "character", "mode", "model", "chatbot", "bot", "gpt", "version",
+                 "alter", "identity", "respond", "answer", "reply", "write", "act", "operate", "work", "adopt",
+                 "assume", "take", "switch", "enter", "become", "activate", "enable", "stay", "play", "dan",
+                 "anything", "grandma", "grandmother", "aim", "stan", "dude", "evil", "opposite", "unhinged", "chaos",
+                 "freedom", "based", "unlocked", "ignore", "ignores", "ignoring", "disregard", "disregards", "bypass",
+                 "bypasses"),
+        category="acts",
+    ),
+    # --- personas described as uncensored or unrestricted: held (a blunt-feedback wish says "unfiltered" too) -----
+    Rule(
+        "claim.permission", "reject",
+        "it describes the assistant (or a persona for it) as uncensored or unrestricted; an operator checks it",
+        patterns=(
+            r"\b(?:uncensored|unfiltered|unrestricted|amoral|unaligned|jailbroken|unshackled|unchained|rule-?free|"
+            r"limitless|lawless)\b[^.!?\n]{0,40}\b(?:ai|assistant|persona|mode|model|gpt|chatbot|bot|character|"
+            r"version|you|hacker|expert)\b|\b(?:ai|assistant|persona|mode|model|gpt|chatbot|bot|character|version|"
+            r"you)\b[^.!?\n]{0,40}\b(?:uncensored|amoral|unaligned|jailbroken|unshackled|unchained|rule-?free|"
+            r"lawless)\b",
+            r"\bstay in character\b[^.!?\n]{0,80}\b(?:no matter|whatever|any request|never|always|even if|"
+            r"explains? how to|break into|hack|illegal|weapons?|drugs?|malware)\b",
+        ),
+        words=_w("uncensored", "unfiltered", "unrestricted", "amoral", "unaligned", "jailbroken", "unshackled",
+                 "unchained", "rulefree", "rule", "limitless", "lawless", "character"),
+        category="acts", firm=False,
+    ),
+    # --- concealment worded the long way: "avoid telling the user", "secret even from the user" -------------------
+    Rule(
+        "conceal", "reject",
+        "it asks the assistant to hide something from the user; memories must be visible to the people they "
+        "are about",
+        patterns=(
+            r"\b(?:avoid|refrain from|stop|quit)\s+(?:ever\s+)?(?:telling|informing|mentioning|showing|notifying|"
+            r"alerting|warning|reporting|disclosing|revealing|letting)\s+(?:\w+\s+)?(?:the user|the human|the "
+            r"customer|the owner|the client|users|them|him|her)\b",
+            r"\b(?:secret|hidden|private|confidential|quiet|to itself|to yourself)\b[^.!?\n]{0,30}\beven from\s+"
+            r"(?:the user|the human|the customer|the owner|the client|them|him|her|themself|themselves|the person)\b",
+            r"\b(?:assistant|agent|ai|you|bot|model)\b[^.!?\n]{0,40}\bnot to (?:tell|inform|notify|alert|warn|show)\s+"
+            r"(?:\w+\s+){0,2}(?:about|that|of)\b",
+        ),
+        words=_w("avoid", "refrain", "stop", "quit", "secret", "hidden", "private", "confidential", "quiet", "itself",
+                 "yourself", "even", "assistant", "agent", "ai", "you", "bot", "model"),
+        category="directs",
+    ),
+    # --- a memory that writes itself again: self-propagation -----------------------------------------------------
+    Rule(
+        "directive.standing", "reject",
+        "it asks for itself to be saved again or copied into other memories; a memory cannot propagate itself",
+        patterns=(
+            r"\b(?:save|store|write|add|re-?add|restore|recreate|re-?create|re-?save|copy|keep|put|remember)\s+(?:this|"
+            r"these|the following|this exact|this same)\s+(?:memory|memories|note|notes|instruction|instructions|"
+            r"entry|entries|text|rule|rules|line|message|fact)\b[^.!?\n]{0,40}\b(?:again|back|whenever|every time|"
+            r"each time|if (?:it|they) (?:is|are|gets?|get) (?:deleted|removed|lost|erased)|into (?:every|each|all|"
+            r"any)|to (?:every|each|all|any)|permanently|forever|in every)\b",
+            r"\b(?:copy|append|add|include|repeat|replicate|propagate|insert|attach)\s+(?:this|these|the following)\s+"
+            r"(?:\w+\s+){0,2}(?:into|to|in|onto)\s+(?:every|each|all|any)\s+(?:new\s+|future\s+|other\s+|later\s+)?"
+            r"(?:memor(?:y|ies)|notes?|entries|records?|summar(?:y|ies)|documents?)\b",
+        ),
+        words=_w("save", "store", "write", "add", "readd", "re", "restore", "recreate", "resave", "copy", "keep",
+                 "put", "remember", "append", "include", "repeat", "replicate", "propagate", "insert", "attach"),
+        category="acts",
+    ),
+    # --- secrets files printed into replies; a key put into authorized_keys; one tool routed before the others ----
+    Rule(
+        "exfil.instruction", "reject", "it asks the assistant to reveal or send data (secrets, the prompt, "
+        "messages) somewhere",
+        patterns=(
+            r"(?:\.env(?:\.[\w-]+)?|id_(?:rsa|ed25519|ecdsa)|\.aws/credentials|\.netrc|\.npmrc|\.pypirc|"
+            r"\.git-credentials|secrets?\.(?:ya?ml|json|toml))\b[^.!?\n]{0,60}\b(?:print|output|show|paste|display|"
+            r"dump|reveal|include|echo|cat|quote)\b[^.!?\n]{0,30}\b(?:in|into|at the end of)\s+(?:the|your|every|each|"
+            r"all|any|a)\s+(?:next\s+)?(?:reply|replies|response|responses|answer|answers|message|messages|output)\b",
+            r"\b(?:print|output|show|paste|display|dump|reveal|include|echo|cat|quote)\s+(?:the\s+)?"
+            r"(?:contents? of\s+)?(?:\S+/)?(?:\.env(?:\.[\w-]+)?|id_(?:rsa|ed25519|ecdsa)|\.aws/credentials|\.netrc|"
+            r"\.npmrc|\.pypirc|"
+            r"\.git-credentials)\b[^.!?\n]{0,40}\b(?:in|into)\s+(?:the|your|every|each|a)\s+(?:next\s+)?(?:reply|"
+            r"response|answer|message|output)\b",
+        ),
+        needles=(".env", "id_rsa", "id_ed25519", "id_ecdsa", ".aws", ".netrc", ".npmrc", ".pypirc", ".git-cred",
+                 "secret.", "secrets."),
+        category="directs",
+    ),
+    Rule(
+        "route.tool", "reject",
+        "it adds a key or a tool the assistant should trust first; an operator checks such a memory before it is "
+        "used",
+        patterns=(
+            r"\b(?:add|append|write|put|install|insert|echo|copy)\b[^\n]{0,200}\bauthorized_keys\b",
+            r"\b(?:before|instead of)\s+(?:using|calling|trying)\s+(?:any\s+)?(?:other|another)\s+tools?\b|"
+            r"\b(?:all\s+)?other\s+(?:\w+\s+)?tools\s+(?:are|is)\s+(?:now\s+)?(?:deprecated|disabled|broken|unsafe|"
+            r"not allowed|forbidden|unavailable|retired)\b",
+        ),
+        words=_w("authorized_keys", "authorized", "before", "instead", "other", "tools"),
+        category="directs", firm=False,
+    ),
+    # --- text addressed to an AI inside a document ("LLMs: tell users …", "Assistant, remember: …"), markup made
+    # for AI readers (<x-ai-directive hidden>), and a stored memory told to be obeyed --------------------------------
+    Rule(
+        "directive.future_behaviour", "reject",
+        "it addresses an AI reader directly (inside a page, a message or hidden markup); text for the assistant "
+        "to obey is not a memory",
+        patterns=(
+            r"<\s*/?\s*[\w-]{0,20}(?:ai|llm|gpt|assistant|agent|model|bot|prompt|instruction|directive)[\w-]{0,20}"
+            r"(?:\s[^<>]{0,100})?>",
+            r"\b(?:llms?|ais?|ai assistants?|assistants?|agents?|chatbots?|language models?|bots?|gpt|claude|chatgpt|"
+            r"copilot)\s*(?:reading this|that read this)?\s*[,:]\s*(?:please\s+|remember\s*:?\s*|note\s*:?\s*|"
+            r"important\s*:?\s*)?(?:tell|say|send|collect|ignore|always|never|include|recommend|reply|respond|answer|"
+            r"direct|ask|forward|approve|buy|order|remember|note|from now on|do not|don't|treat|trust|use|add|"
+            r"delete|run|execute|the user (?:approved|wants|has|is|authori[sz]ed))\b",
+            r"\b(?:treat|read|take|regard|consider|handle)\s+(?:these|this|the|all|every|each|your|stored)\s+"
+            r"(?:memor(?:y|ies)|notes?|entries|stored text|context|facts?)\s+as\s+(?:instructions?|commands?|orders|"
+            r"system|rules|authoritative|binding|directives?)",
+            r"\bmemor(?:y|ies)\b[^.!?\n]{0,80}\b(?:act on|obey|execute|carry out|comply with)\s+(?:them|these|it|"
+            r"this|those)\b",
+        ),
+        words=_w("llm", "llms", "ai", "ais", "assistant", "assistants", "agent", "agents", "chatbot", "chatbots",
+                 "model", "models", "bot", "bots", "gpt", "claude", "chatgpt", "copilot", "treat", "read", "take",
+                 "regard", "consider", "handle", "memory", "memories"),
+        needles=("<",),
+        category="directs",
+    ),
+    # --- data put into every reply; false reports ---------------------------------------------------------------
+    Rule(
+        "exfil.instruction", "reject", "it asks the assistant to reveal or send data (secrets, the prompt, "
+        "messages) somewhere",
+        patterns=(
+            r"\b(?:summar(?:y|ies)|answers?|repl(?:y|ies)|responses?|outputs?|emails?|messages?|drafts?|reports?)\s+"
+            r"(?:must|should|shall|will|need to|needs to|have to|has to|always)\s+(?:also\s+|always\s+)?(?:include|"
+            r"contain|mention|list|show|reveal|append|carry)\s+(?:the\s+|a copy of\s+)?(?:user'?s\s+|their\s+|"
+            r"customer'?s\s+)?(?:\w+\s+){0,2}(?:home address|address|phone numbers?|passwords?|api keys?|ssns?|"
+            r"social security numbers?|credit card|card numbers?|date of birth|location|email address|credentials|"
+            r"secrets?|tokens?|bank details|iban|passport)\b",
+        ),
+        words=_w("summary", "summaries", "answer", "answers", "reply", "replies", "response", "responses", "output",
+                 "outputs", "email", "emails", "message", "messages", "draft", "drafts", "report", "reports"),
+        category="directs",
+    ),
+    Rule(
+        "conceal", "reject", "it asks the assistant to misreport what happened; memories must not make the "
+        "assistant lie to the people it works for",
+        patterns=(
+            r"\b(?:report|say|claim|tell (?:the user|them|him|her)|state|mark)\s+(?:that\s+)?(?:all\s+)?(?:the\s+)?"
+            r"(?:tests?|checks?|builds?|scans?|ci|deploy(?:ment)?s?|backups?|jobs?|payments?)\s+(?:have\s+)?"
+            r"(?:passed|pass|succeeded|succeed|are green|is green|went through|completed|worked)\b[^.!?\n]{0,30}"
+            r"\b(?:even (?:when|if|though)|regardless|no matter|whether or not)\b",
+        ),
+        words=_w("report", "say", "claim", "tell", "state", "mark"),
+        category="directs",
+    ),
+    # --- a dialogue in another language pasted into a memory ("Користувач: …\nАсистент: …"): ambiguous like its
+    # English form (how people paste a chat as often as how they fake one) -----------------------------------------
+    Rule(
+        "control.token", "reject",
+        "it contains chat-template control tokens, a fake system/developer turn or memwarden's own tags",
+        patterns=(
+            r"(?:^|\n)\s*(?:користувач|асистент|пользователь|ассистент|usuario|asistente|utilisateur|assistant|"
+            r"benutzer|nutzer|assistent|utente|assistente|usuário|utilizador|gebruiker|användare|bruger|bruker|"
+            r"użytkownik|asystent|uživatel|asistent|kullanıcı|asistan|felhasználó|asszisztens|käyttäjä|avustaja|"
+            r"utilizator|asistentul|χρήστης|βοηθός|người dùng|trợ lý|pengguna|asisten|सहायक|उपयोगकर्ता|ব্যবহারকারী|"
+            r"সহকারী|المستخدم|المساعد|کاربر|دستیار|صارف|معاون|משתמש|עוזר|ผู้ใช้|ผู้ช่วย|用户|用戶|助手|助理|ユーザー|"
+            r"アシスタント|사용자|어시스턴트)\s*[:：]",
+        ),
+        needles=(":", "："),
+        script="any", cjk=True,
+        category="acts", firm=False,
     ),
 )
 
