@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import memwarden
@@ -168,6 +168,11 @@ OPS = st.lists(st.tuples(st.sampled_from(["save", "update", "remove", "search"])
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, hybrid=st.booleans())
+# found by this test: an updated record's vector, re-added at the end of the cached matrix, got a cosine one ulp
+# away from a fresh build's (BLAS sums a row by its position), so identical embeddings tied differently
+@example(ops=[("save", ["billing", "billing"], 0), ("search", ["billing", "billing"], 0),
+              ("save", ["billing", "billing"], 0), ("update", ["billing", "billing"], 0),
+              ("save", ["billing", "billing"], 0)], hybrid=True)
 def test_q1_property_incremental_postings_rank_as_a_fresh_build(tmp_path_factory: pytest.TempPathFactory,
                                                                  ops: list[tuple[str, list[str], int]],
                                                                  hybrid: bool) -> None:
