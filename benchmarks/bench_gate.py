@@ -16,12 +16,14 @@ attacks_c                       corpora written by helpers who had not read the 
 assistant_prefs,                round 1's benign sets: preferences/facts about      tuned after round 1
 memories_multilingual,          assistants' behaviour, memories and turns in 26
 turns_multilingual              languages
-sealed.attacks_d1, …_d2         round 2: a semantic and an obfuscated attack        sealed (loaded only with
-                                corpus with benign controls                         ``--sealed``)
-sealed.behaviour_prefs,         round 2's benign sets: assistant-behaviour          sealed
-sealed.dev_memories,            preferences, a coding agent's project memories,
-sealed.memories_multilingual,   memories and turns in ≥ 24 languages
-sealed.turns_multilingual
+attacks_d1, attacks_d2,         round 2: a semantic and an obfuscated attack        tuned after round 2's
+behaviour_prefs, dev_memories,  corpus with benign controls; assistant-behaviour    report (b655f87)
+memories_multilingual_r2,       preferences, a coding agent's project memories,
+turns_multilingual_r2           memories and turns in >= 24 languages
+sealed.attacks_e                round 3: an attack corpus with benign controls      sealed (loaded only with
+                                                                                    ``--sealed``)
+sealed.work_memories,           round 3's benign sets: technical users' project     sealed
+sealed.life_prefs               memories; everyday users' preferences and facts
 locomo.observations             LoCoMo observation facts (fact, model)              held out (never tuned)
 locomo.turns                    raw LoCoMo turns through ``record_turns`` (episode, held out
                                 user)
@@ -135,26 +137,28 @@ class Item:
 
 # Outside sets under tests/gate_eval/: (set name, file, split, shape). "labelled" rows carry label/class and are
 # scanned as model-written memories of their kind; "memories" are benign memories (kind from the row, source
-# model); "turns" are benign conversation turns stored through record_turns. Round 1 (attacks_b and the three
-# benign sets) was sealed until the report at 6b25d9f and has been tuned on since; round 2 (sealed/) is the set
-# this report is measured on, loaded only with --sealed.
+# model); "turns" are benign conversation turns stored through record_turns. Each round was sealed until its
+# report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
+# and four benign sets) at b655f87; round 3 (sealed/) is loaded only with --sealed.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
     ("attacks_c", "attacks_c.jsonl", "tuned", "labelled"),
+    ("attacks_d1", "attacks_d1.jsonl", "tuned", "labelled"),
+    ("attacks_d2", "attacks_d2.jsonl", "tuned", "labelled"),
     ("assistant_prefs", "benign_assistant_prefs.jsonl", "tuned", "memories"),
+    ("behaviour_prefs", "benign_behaviour_prefs.jsonl", "tuned", "memories"),
+    ("dev_memories", "benign_dev_memories.jsonl", "tuned", "memories"),
     ("memories_multilingual", "benign_memories_multilingual.jsonl", "tuned", "memories"),
+    ("memories_multilingual_r2", "benign_memories_multilingual_r2.jsonl", "tuned", "memories"),
     ("turns_multilingual", "benign_turns_multilingual.jsonl", "tuned", "turns"),
-    ("sealed.attacks_d1", "sealed/attacks_d1.jsonl", "sealed", "labelled"),
-    ("sealed.attacks_d2", "sealed/attacks_d2.jsonl", "sealed", "labelled"),
-    ("sealed.behaviour_prefs", "sealed/benign_behaviour_prefs.jsonl", "sealed", "memories"),
-    ("sealed.dev_memories", "sealed/benign_dev_memories.jsonl", "sealed", "memories"),
-    ("sealed.memories_multilingual", "sealed/benign_memories_multilingual.jsonl", "sealed", "memories"),
-    ("sealed.turns_multilingual", "sealed/benign_turns_multilingual.jsonl", "sealed", "turns"),
+    ("turns_multilingual_r2", "benign_turns_multilingual_r2.jsonl", "tuned", "turns"),
+    ("sealed.attacks_e", "sealed/attacks_e.jsonl", "sealed", "labelled"),
+    ("sealed.work_memories", "sealed/benign_work_memories.jsonl", "sealed", "memories"),
+    ("sealed.life_prefs", "sealed/benign_life_prefs.jsonl", "sealed", "memories"),
 )
-SEALED_ATTACKS = ("sealed.attacks_d1", "sealed.attacks_d2")
-SEALED_BENIGN = ("sealed.behaviour_prefs", "sealed.dev_memories", "sealed.memories_multilingual",
-                 "sealed.attacks_d1", "sealed.attacks_d2")
+SEALED_ATTACKS = ("sealed.attacks_e",)
+SEALED_BENIGN = ("sealed.work_memories", "sealed.life_prefs", "sealed.attacks_e")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -477,7 +481,7 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in (*SEALED_ATTACKS, "attacks_b", "attacks_c", "attacks_a"):
+    for name in (*SEALED_ATTACKS, "attacks_d1", "attacks_d2", "attacks_b", "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -554,9 +558,9 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
             measure=_not_accepted)
     sealed_attacks = pick(lambda it: it.set in SEALED_ATTACKS and it.label == "attack")
     if sealed_attacks:
-        add("attacks detected: sealed round 2 (d1 + d2, never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
+        add("attacks detected: sealed round 3 (never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
             measure=_not_accepted)
-    for name in SEALED_ATTACKS:
+    for name in SEALED_ATTACKS if len(SEALED_ATTACKS) > 1 else ():
         add(f"attacks detected: {name}", pick(lambda it, n=name: it.set == n and it.label == "attack"), MIN_SEALED,
             at_most=False, measure=_not_accepted)
     add("attacks detected: tests/gate_corpus", pick(lambda it: it.set == "corpus" and it.label == "attack"),
@@ -564,7 +568,8 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
     add("attacks detected: PromptShield attack rows",
         pick(lambda it: it.set == "promptshield" and it.label == "attack"), MIN_PROMPTSHIELD, at_most=False,
         measure=_not_accepted)
-    for name in ("corpus", "locomo.observations", "assistant_prefs", "memories_multilingual", *SEALED_BENIGN):
+    for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
+                 "memories_multilingual", "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
             pick(lambda it, n=name: it.set == n and it.label == "benign" and it.kind != "episode"), MAX_MEMORY_FP,
             at_most=True, measure=lambda o: o.verdict == "reject")
@@ -607,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the report to this file")
     ap.add_argument("--misses", type=int, default=30, help="benign candidates not accepted to list (default 30)")
     ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, "
-                    "sealed, sealed.attacks_d1, locomo, locomo.turns, promptshield, …)")
+                    "sealed, sealed.attacks_e, locomo, locomo.turns, promptshield, …)")
     ap.add_argument("--sealed", action="store_true", help="also load the sealed sets (tests/gate_eval/sealed/): "
                     "only for the report, never while tuning")
     ap.add_argument("--no-amg", action="store_true", help="skip agent-memory-guard")

@@ -8,6 +8,7 @@ Data: only text the project may redistribute, all of it in this repository (docs
 * ``tests/gate_corpus/attacks.jsonl`` and ``negatives.jsonl`` — the hand-written gate corpus (issue 3);
 * ``tests/gate_eval/*.jsonl`` — the outside attack corpora (a, b, c) and round 1's benign sets (assistant-behaviour
   preferences, multilingual memories and turns), each used for training only after its first report (issue 11);
+  round 2's sets are not trained on yet (``NOT_YET_TRAINED`` says why);
 * ``training/gate_data/*.jsonl`` — multilingual training text written for memwarden (issue 11).
 
 Never: ``tests/gate_eval/sealed/`` (held out until the report), LoCoMo or the PromptShield file (evaluation only,
@@ -42,6 +43,13 @@ OUT = REPO / "src" / "memwarden" / "gate" / "data" / MODEL_FILE
 VERSION = "2026.12.01-1"
 
 
+# Round 2's sets (reported at b655f87) are tuned on by the rules but not yet trained on: a retrain with them
+# (2026.12.01-2, threshold 0.898) learned "User likes it when the assistant …" as an attack (0.938 on "User likes
+# it when the assistant uses metric units.") and was not shipped. The shipped model is what this script makes.
+NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
+                             "benign_memories_multilingual_r2", "benign_turns_multilingual_r2"})
+
+
 @dataclass
 class Doc:
     views: list[str]  # the gate's readings of the text (normalised, de-obfuscated)
@@ -69,7 +77,7 @@ def load_docs() -> list[Doc]:
     for row in read_jsonl(corpus / "negatives.jsonl"):
         docs.append(Doc(views(str(row["text"])), 0, "gate_corpus", str(row.get("lang", "en"))))
     # every outside set once reported on (round 1's sealed sets included since their report); never sealed/
-    sources = [*sorted((REPO / "tests" / "gate_eval").glob("*.jsonl")),
+    sources = [*sorted(p for p in (REPO / "tests" / "gate_eval").glob("*.jsonl") if p.stem not in NOT_YET_TRAINED),
                *sorted((REPO / "training" / "gate_data").glob("*.jsonl"))]
     for path in sources:
         if not path.is_file():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from memwarden.gate import REJECT, Candidate, RuleHit, learned
 from memwarden.gate.classify import classify
+from memwarden.gate.context import soften
 from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, prose, shifted_texts
 from memwarden.gate.lexicon import lexicon_hits
@@ -604,7 +605,7 @@ class ContentScanner:
                         for r in refs]
         if wants.learned and not _decided(raw) and not any(h.category == STYLE for h in raw):
             raw += _learned(n, deep)
-        hits, notes = _apply(tier, raw)
+        hits, notes = _apply(tier, soften(original, raw))
         if tier.acts_ambiguous == REVIEW and any(h.action == REJECT for h in hits):
             hits = _mentions_held(original, hits)
         if c.source == "model" and isinstance(c.confidence, (int, float)) \

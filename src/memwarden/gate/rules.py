@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.01-2"
+RULES_VERSION = "2026.12.01-3"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -1176,6 +1176,98 @@ RULES = (
                  "logs", "logging", "store", "stores", "storing", "keep", "save", "drop", "drops", "turn", "remove",
                  "apply", "force", "forcepush", "pushing", "direct", "confirm", "confirming", "confirmed", "sign"),
         category="directs",
+    ),
+    # --- dangerous settings and shortcuts named concretely (issue 11, round 2): each is a safety step removed in
+    # the words engineers use for it. Held for review, not rejected: a project's notes mention them to warn as often
+    # as to prescribe ("never chmod 777 the upload dir") ---------------------------------------------------------
+    Rule(
+        "directive.future_behaviour", "reject",
+        "it removes a safety step in concrete terms (host-key checks, permissions, auto-approval, quarantine, "
+        "2FA, CI gates, staging, card authentication); memory cannot change how carefully the assistant works",
+        patterns=(
+            r"\bstricthostkeychecking\s*[= ]\s*(?:no|off|false)\b|\buserknownhostsfile\s*[= ]\s*/dev/null\b|"
+            r"\bchmod\s+(?:-r\s+)?0?777\b|(?<!\w)--?auto-approve\b|\bxattr\s+(?:-\w+\s+)*-d\s+"
+            r"com\.apple\.quarantine\b|\bspctl\s+--master-disable\b|\bsetenforce\s+0\b|\bufw\s+disable\b|"
+            r"\bset-mppreference\s+-disablerealtimemonitoring\b",
+            r"\b(?:turn off|turns off|turning off|disable|disables|disabling|switch off|remove|removing|drop)\s+"
+            r"(?:the\s+|their\s+|his\s+|her\s+|my\s+)?(?:\w+\s+){0,2}(?:2fa|mfa|two[- ]factor(?: authentication)?|"
+            r"multi[- ]factor(?: authentication)?|real[- ]time protection|antivirus|defender|firewall|gatekeeper|"
+            r"branch protection|code signing|selinux|sip|secure boot|3-d secure|3ds)\b",
+            r"\b(?:skip|skips|skipping|bypass|bypasses|bypassing|avoid)\s+(?:the\s+)?(?:3-d secure|3ds|staging|"
+            r"code review|the linter|lint|sast|security scan|vulnerability scan|backups?)\b|"
+            r"\b(?:straight|directly)\s+to\s+(?:production|prod)\b|"
+            r"\b(?:merge[sd]?|merging|auto-?merged?|deploy(?:ed)?)\s+(?:\w+\s+){0,3}(?:even\s+)?(?:when|if|while)\s+"
+            r"(?:the\s+)?(?:ci|tests?|checks?|the build|pipeline)\s+(?:is\s+|are\s+)?"
+            r"(?:red|failing|fail|failed|broken)\b",
+            r"(?:#\s*nosec\b|\beslint-disable\b|#\s*type:\s*ignore\b|\b@suppresswarnings\b|#\s*noqa\b)"
+            r"(?=[^.!?\n]{0,80}\b(?:rather than|instead of|to get (?:it|them) through|so (?:it|they) pass))",
+            r"\baccess-control-allow-origin:\s*\*[^\n]{0,120}access-control-allow-credentials:\s*true\b|"
+            r"\banyone with the link can (?:edit|access|view)\b[^.!?\n]{0,60}\b(?:always|default|every|all|so)\b|"
+            r"\bconcatenat\w*\s+(?:the\s+)?user input\b|"
+            r"\b(?:backups?|snapshots?|dry[- ]runs?)\s+(?:before\s+\w+\s+\w+\s+)?(?:aren't|are not|isn't|is not)\s+"
+            r"(?:needed|necessary|required)\b",
+        ),
+        words=_w("stricthostkeychecking", "userknownhostsfile", "chmod", "auto", "approve", "xattr", "spctl",
+                 "setenforce", "ufw", "set", "mppreference", "turn", "turns", "turning", "disable", "disables",
+                 "disabling", "switch", "remove", "removing", "drop", "skip", "skips", "skipping", "bypass",
+                 "bypasses", "bypassing", "avoid", "straight", "directly", "merge", "merged", "merges", "merging",
+                 "automerged", "deploy", "deployed", "nosec", "eslint", "type", "suppresswarnings", "noqa",
+                 "access", "anyone", "concatenate", "concatenating", "concatenates", "concatenation", "backup",
+                 "backups", "snapshot", "snapshots", "dry"),
+        category="directs", firm=False,
+    ),
+    # --- credentials asked for or kept: phishing-shaped whoever says it (issue 11, round 2) -----------------------
+    Rule(
+        "exfil.instruction", "reject",
+        "it tells the assistant to ask for, collect or keep the user's credentials (passwords, PINs, one-time "
+        "codes, recovery answers); no memory may make the assistant gather secrets",
+        patterns=(
+            r"(?<!never )(?<!not )(?<!n't )(?<!no )"
+            r"\b(?:ask|asks|asking|request|requests|requesting|prompt|collect|collecting|get)\s+(?:the user|users|them|"
+            r"him|her|the customer|customers)\s+(?:for|to (?:share|provide|enter|send|type|confirm|read out))\s+"
+            r"(?:their|his|her|the|a|an)?\s*(?:\w+\s+){0,2}(?:passwords?|pins?|otps?|one-time (?:codes?|passwords?)|"
+            r"passcodes?|security[- ]question answers?|2fa codes?|mfa codes?|verification codes?|card numbers?|cvvs?|"
+            r"cvcs?|seed phrases?|recovery (?:codes?|phrases?)|private keys?)\b",
+            r"(?<!never )(?<!not )(?<!n't )(?<!no )"
+            r"\b(?:save|saves|saving|store|stores|storing|keep|keeps|record|records|log|logs|collect|collects|"
+            r"write down)"
+            r"\s+(?:every|all|each|any)?\s*(?:of\s+)?(?:the user's\s+|their\s+|his\s+|her\s+)?(?:\w+\s+){0,2}"
+            r"(?:otps?|otp codes?|one-time (?:codes?|passwords?)|passwords?|pins?|security[- ]question answers?|"
+            r"2fa codes?|mfa codes?|verification codes?|seed phrases?|recovery (?:codes?|phrases?)|cvvs?)\b"
+            r"[^.!?\n]{0,60}\b(?:in|into|to)\s+(?:the\s+|your\s+)?(?:memory|memories|notes?|chat|a file|the log)\b",
+            r"\b(?:passwords?|pins?|otps?|one-time codes?|passcodes?|cvvs?|security[- ]question answers?)\s+(?:can|may|"
+            r"should)\s+be\s+(?:requested|asked for|collected|read back|repeated|shown)\b",
+        ),
+        words=_w("ask", "asks", "asking", "request", "requests", "requesting", "prompt", "collect", "collecting", "get",
+                 "save", "saves", "saving", "store", "stores", "storing", "keep", "keeps", "record", "records", "log",
+                 "logs", "collects", "write", "password", "passwords", "pin", "pins", "otp", "otps", "passcode",
+                 "passcodes", "cvv", "cvvs"),
+        category="directs",
+    ),
+    # --- bank details changed: the first move of payment fraud (issue 11, round 2). Held for review: people also
+    # record their own new account ---------------------------------------------------------------------------------
+    Rule(
+        "route.tool", "reject",
+        "it changes where money goes (a new IBAN, account or remit-to address); payment details come from the "
+        "user or the application, so an operator checks such a memory before it is used",
+        patterns=(
+            r"\b(?:new|neue[nrs]?|nouveau|nouvel|nouvelle|nuovo|nuova|nowy|nowe|nowym|nuevo|nueva|novo|nova|nieuwe|"
+            r"changed|updated|now|ab sofort|désormais|d[ée]sormais|od tej chwili|a partir de|voortaan|from now on|"
+            r"no longer|instead|not the old|has changed|hat sich ge[äa]ndert|a chang[ée])\b[^\n]{0,80}"
+            r"\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){3,}|"
+            r"\b[a-z]{2}\d{2}(?:\s?[a-z0-9]{4}){3,}[^\n]{0,80}\b(?:new|neue|nouveau|nuovo|nowy|nuevo|novo|changed|"
+            r"ab sofort|verwenden|instead|from now on|going forward)\b",
+            r"\b(?:sort code|routing number|account number|remit-to|remittance address|bank details|bank account|"
+            r"payee|beneficiary)\b[^.!?\n]{0,60}\b(?:new|now|changed|updated|moved|instead|no longer|closed)\b|"
+            r"\b(?:new|changed|updated)\s+(?:\w+\s+){0,3}(?:account|sort code|routing number|remit-to|bank details|"
+            r"payee|beneficiary)\b[^.!?\n]{0,40}\d{4,}",
+        ),
+        words=_w("new", "neue", "neuen", "neuer", "neues", "nouveau", "nouvel", "nouvelle", "nuovo", "nuova", "nowy",
+                 "nowe", "nowym", "nuevo", "nueva", "novo", "nova", "nieuwe", "changed", "updated", "now", "ab",
+                 "désormais", "desormais", "od", "partir", "voortaan", "from", "longer", "instead", "old", "has",
+                 "hat", "changé", "change", "sort", "routing", "account", "remit", "remittance", "bank", "payee",
+                 "beneficiary"),
+        script="any", category="directs", firm=False,
     ),
     # --- a persona without rules: "an AI that never refuses", "no content rules", "uncensored" ---------------------
     Rule(

@@ -95,6 +95,9 @@ _PLACEHOLDER_PARTS = (
 _PLACEHOLDER_WORDS = frozenset({
     "password", "passwd", "pass", "pwd", "secret", "token", "changeme", "test", "testing", "admin123", "none", "null",
     "nil", "undefined", "empty", "hidden", "mypassword", "yourpassword", "your_password", "user", "username",
+    # the documented defaults of local development images (postgres, mysql, rabbitmq, minio): configuration, not a
+    # credential anyone could misuse
+    "postgres", "mysql", "guest", "minioadmin",
 })
 
 
