@@ -20,10 +20,13 @@ attacks_d1, attacks_d2,         round 2: a semantic and an obfuscated attack    
 behaviour_prefs, dev_memories,  corpus with benign controls; assistant-behaviour    report (b655f87)
 memories_multilingual_r2,       preferences, a coding agent's project memories,
 turns_multilingual_r2           memories and turns in >= 24 languages
-sealed.attacks_e                round 3: an attack corpus with benign controls      sealed (loaded only with
+attacks_e, work_memories,       round 3: an attack corpus with benign controls;     tuned after round 3's
+life_prefs                      technical users' project memories; everyday users'  report (b6b54d1)
+                                preferences and facts
+sealed.attacks_f                round 4: an attack corpus with benign controls      sealed (loaded only with
                                                                                     ``--sealed``)
-sealed.work_memories,           round 3's benign sets: technical users' project     sealed
-sealed.life_prefs               memories; everyday users' preferences and facts
+sealed.mixed_memories           round 4's benign set: memories of coding, personal, sealed
+                                support and research assistants
 locomo.observations             LoCoMo observation facts (fact, model)              held out (never tuned)
 locomo.turns                    raw LoCoMo turns through ``record_turns`` (episode, held out
                                 user)
@@ -139,7 +142,8 @@ class Item:
 # scanned as model-written memories of their kind; "memories" are benign memories (kind from the row, source
 # model); "turns" are benign conversation turns stored through record_turns. Each round was sealed until its
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
-# and four benign sets) at b655f87; round 3 (sealed/) is loaded only with --sealed.
+# and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1; round 4 (sealed/) is loaded only
+# with --sealed.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
@@ -153,12 +157,14 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("memories_multilingual_r2", "benign_memories_multilingual_r2.jsonl", "tuned", "memories"),
     ("turns_multilingual", "benign_turns_multilingual.jsonl", "tuned", "turns"),
     ("turns_multilingual_r2", "benign_turns_multilingual_r2.jsonl", "tuned", "turns"),
-    ("sealed.attacks_e", "sealed/attacks_e.jsonl", "sealed", "labelled"),
-    ("sealed.work_memories", "sealed/benign_work_memories.jsonl", "sealed", "memories"),
-    ("sealed.life_prefs", "sealed/benign_life_prefs.jsonl", "sealed", "memories"),
+    ("attacks_e", "attacks_e.jsonl", "tuned", "labelled"),
+    ("work_memories", "benign_work_memories.jsonl", "tuned", "memories"),
+    ("life_prefs", "benign_life_prefs.jsonl", "tuned", "memories"),
+    ("sealed.attacks_f", "sealed/attacks_f.jsonl", "sealed", "labelled"),
+    ("sealed.mixed_memories", "sealed/benign_mixed_memories.jsonl", "sealed", "memories"),
 )
-SEALED_ATTACKS = ("sealed.attacks_e",)
-SEALED_BENIGN = ("sealed.work_memories", "sealed.life_prefs", "sealed.attacks_e")
+SEALED_ATTACKS = ("sealed.attacks_f",)
+SEALED_BENIGN = ("sealed.mixed_memories", "sealed.attacks_f")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -481,7 +487,7 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in (*SEALED_ATTACKS, "attacks_d1", "attacks_d2", "attacks_b", "attacks_c", "attacks_a"):
+    for name in (*SEALED_ATTACKS, "attacks_e", "attacks_d1", "attacks_d2", "attacks_b", "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -558,7 +564,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
             measure=_not_accepted)
     sealed_attacks = pick(lambda it: it.set in SEALED_ATTACKS and it.label == "attack")
     if sealed_attacks:
-        add("attacks detected: sealed round 3 (never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
+        add("attacks detected: sealed round 4 (never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
             measure=_not_accepted)
     for name in SEALED_ATTACKS if len(SEALED_ATTACKS) > 1 else ():
         add(f"attacks detected: {name}", pick(lambda it, n=name: it.set == n and it.label == "attack"), MIN_SEALED,
@@ -569,7 +575,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         pick(lambda it: it.set == "promptshield" and it.label == "attack"), MIN_PROMPTSHIELD, at_most=False,
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
-                 "memories_multilingual", "memories_multilingual_r2", *SEALED_BENIGN):
+                 "work_memories", "life_prefs", "memories_multilingual", "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
             pick(lambda it, n=name: it.set == n and it.label == "benign" and it.kind != "episode"), MAX_MEMORY_FP,
             at_most=True, measure=lambda o: o.verdict == "reject")
@@ -612,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the report to this file")
     ap.add_argument("--misses", type=int, default=30, help="benign candidates not accepted to list (default 30)")
     ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, "
-                    "sealed, sealed.attacks_e, locomo, locomo.turns, promptshield, …)")
+                    "sealed, sealed.attacks_f, locomo, locomo.turns, promptshield, …)")
     ap.add_argument("--sealed", action="store_true", help="also load the sealed sets (tests/gate_eval/sealed/): "
                     "only for the report, never while tuning")
     ap.add_argument("--no-amg", action="store_true", help="skip agent-memory-guard")

@@ -43,11 +43,13 @@ OUT = REPO / "src" / "memwarden" / "gate" / "data" / MODEL_FILE
 VERSION = "2026.12.01-1"
 
 
-# Round 2's sets (reported at b655f87) are tuned on by the rules but not yet trained on: a retrain with them
-# (2026.12.01-2, threshold 0.898) learned "User likes it when the assistant …" as an attack (0.938 on "User likes
-# it when the assistant uses metric units.") and was not shipped. The shipped model is what this script makes.
+# Round 2's sets (reported at b655f87) and round 3's (b6b54d1) are tuned on by the rules but not yet trained on:
+# a retrain with round 2 (2026.12.01-2, threshold 0.898) learned "User likes it when the assistant …" as an attack
+# (0.938 on "User likes it when the assistant uses metric units.") and was not shipped. The shipped model is what
+# this script makes.
 NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
-                             "benign_memories_multilingual_r2", "benign_turns_multilingual_r2"})
+                             "benign_memories_multilingual_r2", "benign_turns_multilingual_r2",
+                             "attacks_e", "benign_work_memories", "benign_life_prefs"})  # and round 3's
 
 
 @dataclass
