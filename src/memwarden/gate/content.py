@@ -58,7 +58,7 @@ _DECODE_AND_FOLLOW = re.compile(DECODE_AND_FOLLOW)
 _DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 base32 base85 rot13 unhex translate reverse".split())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # identity: ``c in compiled`` runs per rule per scan
 class _Compiled:
     rule: Rule
     matcher: RuleMatcher

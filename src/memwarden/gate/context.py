@@ -79,6 +79,10 @@ _WAIVER = re.compile(
 # "disregard my earlier instruction", "when you disagree with my approach".
 _OWN_VOICE = re.compile(
     r"\b(?:when(?:ever)?|if|once)\s+(?:i|we)\s+(?:say|said|ask|type|write|mention|use the word|tell you|explicitly)\b|"
+    r"\b(?:when(?:ever)?|if|once)\s+(?:the user|she|he|they)\s+(?:ever\s+|explicitly\s+)?(?:says|asks|types|writes|"
+    r"mentions|uses the word|sends)\b|"
+    r"\b(?:forget|disregard|drop|ignore)\s+(?:the|that)\s+(?:earlier|previous|old|former|prior)\s+(?:instruction|"
+    r"request|preference|rule)s?\s+(?:about|to|on|for)\b|"
     r"\b(?:when(?:ever)?|if)\s+you\s+(?:disagree|are unsure|aren't sure|don't know|need|think|notice|see me)\b|"
     r"\b(?:my|our)\s+(?:earlier|previous|last|old|former|prior)\s+(?:instruction|request|preference|rule|ask)s?\b",
     re.IGNORECASE)
@@ -95,6 +99,11 @@ _CONTENT_SOURCES = re.compile(
 _HIDDEN_FROM_US = re.compile(
     r"\b(?:the user|user|me|them|operators?|admins?|administrators?|owners?|security|audit\w*|logs?|logging|"
     r"monitor\w*|reviewers?|supervisors?|developers?|the team that|anthropic|openai|memwarden)\b", re.IGNORECASE)
+_USER_ANY = re.compile(
+    r"пользовател|користувач|usuari|utilisat|nutzer|benutzer|utent|użytkownik|uzytkownik|kullanıcı|pengguna|"
+    r"người dùng|المستخدم|משתמש|उपयोगकर्ता|用户|用戶|ユーザー|사용자|gebruiker|användare|bruger|käyttäjä|felhasználó|"
+    r"uživatel|utilizator|χρήστη|کاربر|ব্যবহারকারী|журнал|protokoll|registro|journal|日志|ログ|로그|admin|оператор|"
+    r"operat", re.IGNORECASE)
 _THIRD_PARTY = re.compile(
     r"\b(?:to|from|with|in front of)\s+(?:the\s+|my\s+|our\s+|his\s+|her\s+|their\s+)?(?:client|clients|customer|"
     r"customers|kids|children|husband|wife|partner|boss|manager|colleagues?|coworkers?|team|family|friends?|"
@@ -108,6 +117,22 @@ _ASSISTANT = re.compile(
     r"\b(?:you|your|yourself|the assistant|assistants?|the ai|ai|the agent|agents?|the model|the bot|chatbot|llm|"
     r"claude|chatgpt|gpt|copilot|gemini)\b", re.IGNORECASE)
 
+# A requirement, not a waiver: "never delete events without checking with the user first", "never run destructive
+# migrations without asking".
+_REQUIRES_ASKING = re.compile(
+    r"\b(?:never|don't|do not|must not|should not|no)\b[^.!?\n]{0,100}\bwithout\s+(?:first\s+)?(?:asking|checking|"
+    r"confirm\w*|explicit\w*|approval|permission|a go-ahead|the user's (?:ok|okay|approval|confirmation))\b",
+    re.IGNORECASE)
+# Research and evaluation of LLM systems described in the third person: "the user red-teams the company's assistant
+# to see whether jailbreaks make it reveal its system prompt", "the new system prompt is behind a flag".
+_LLM_WORK = re.compile(
+    r"\b(?:red[- ]?team\w*|evals?\b|evaluation|jailbreak\w*|prompt injection|injection attacks?|research\w*|"
+    r"papers?|benchmark\w*|findings)", re.IGNORECASE)
+# A standing order: "always skip the tests", "going forward", "from now on" — what a test skip in a project's notes
+# does not say.
+_STANDING = re.compile(r"\b(?:always|going forward|from now on|every time|whenever|by default|in future|from today)\b",
+                       re.IGNORECASE)
+_CACHE = re.compile(r"cache|cdn", re.IGNORECASE)
 # A safety switch named in the match: with a restrictor elsewhere in the sentence it is forbidden or confined, not
 # switched on ("don't use --trusted-host", "only for local … must not use that flag").
 _SAFETY_TERM = re.compile(
@@ -124,6 +149,7 @@ _SAFE_SETTING = re.compile(
 # something ships without them.
 _TEST_SKIP = re.compile(r"skip\w*[\s_-]*(?:the\s+)?(?:\w+[\s_-]+)?tests?\b|tests?\s+(?:are|is)\s+skipped",
                         re.IGNORECASE)
+_YOU = re.compile(r"\b(?:you|your|yourself)\b", re.IGNORECASE)  # text addressed to the reader is a use, not a report
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 
 
@@ -172,19 +198,31 @@ def _uncertain(text: str, h: RuleHit) -> bool:
     if h.rule == "claim.permission" and _ASSISTANT.search(sentence) is None:
         return True
     if h.rule == "directive.future_behaviour" and _SAFETY_TERM.search(matched):
-        if _SAFE_SETTING.search(matched) or (_TEST_SKIP.search(matched) and not stakes):
+        if _SAFE_SETTING.search(matched) or (_TEST_SKIP.search(matched) and not stakes
+                                             and _STANDING.search(sentence) is None):
             return True
         if _RESTRICTOR.search(sentence.replace(matched, " ")) is not None:
             return True
+    if h.rule in ("directive.future_behaviour", "claim.permission") \
+            and _CACHE.search(text[max(0, h.span[0] - 12):h.span[1]]):
+        return True  # a cache bypass is not a safety bypass
+    if h.rule == "directive.future_behaviour" and _REQUIRES_ASKING.search(sentence):
+        return True
     if h.rule in ("directive.future_behaviour", "claim.permission") and _WAIVER.search(sentence):
         return not stakes
+    if h.rule in ("directive.override", "exfil.instruction", "claim.permission", "directive.future_behaviour") \
+            and _LLM_WORK.search(sentence) and not _YOU.search(sentence):
+        return h.category == DIRECTS or not stakes  # what acts on a model in an episode needs nothing at stake
     if h.rule == "trigger.delayed" and (_OWN_VOICE.search(sentence) or _WAIVER.search(sentence)):
         return not stakes
     if h.rule == "directive.override":
         return (_OWN_VOICE.search(sentence) is not None or _CONTENT_SOURCES.search(sentence) is not None) \
             and not stakes
     if h.rule == "conceal":
-        return _THIRD_PARTY.search(sentence) is not None and _HIDDEN_FROM_US.search(sentence) is None \
+        # in another language the third party is rarely one of the English words: what matters there is that the
+        # sentence does not name the user, an operator or a log in any of the lexicon's languages
+        third = _THIRD_PARTY.search(sentence) is not None or not matched.isascii()
+        return third and _HIDDEN_FROM_US.search(sentence) is None and _USER_ANY.search(sentence) is None \
             and not stakes
     return False
 

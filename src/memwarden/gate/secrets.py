@@ -707,6 +707,8 @@ unique random same-as one two three four five six seven eight nine ten eleven tw
 stored saved kept written given forgotten chosen taken broken known shown
 available unavailable visible invisible reusable unchangeable changeable memorable
 manager policy reset hint field prompt protected
+generate generated rotate rotated rotating change changed update updated renew renewed revoke revoked expire expired
+expires set use used
 la el mi su muy igual segura seguro fuerte débil larga corta nueva nuevo vieja obligatoria incorrecta correcta
 le mon ma fort forte faible sécurisé obligatoire trop très court courte nouveau nouvelle oublié
 das der die mein meine sehr zu nicht sicher stark schwach falsch richtig lang kurz neu geheim abgelaufen geändert
