@@ -18,7 +18,11 @@ from memwarden.gate.normalize import (
     MAX_COMBINING_RUN,
     Normalized,
     UnicodeFinding,
+    _assemble,
     _composes_backward,
+    _offset_map_ascii,
+    _pieces_ascii,
+    _pieces_fine,
     hidden_tag_text,
     normalize,
 )
@@ -454,3 +458,20 @@ def test_g3_unicode_normalize_is_fast_enough_for_the_gate_budget() -> None:
     # Loose bounds (the targets are 10 µs and 25 µs; CI machines vary): catch regressions to per-character loops.
     assert _median_us(ascii_200) < 40
     assert _median_us(mixed_200) < 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_g9_property_ascii_offset_fast_path_maps_like_the_per_character_one(text: str) -> None:
+    """The run-based offset map for ASCII text gives exactly the spans the per-character assembly gives."""
+    target = normalize(text).text
+    built, starts, ends = _offset_map_ascii(text)
+    slow = None
+    for cut in (_pieces_fine, _pieces_ascii):
+        b, s, e = _assemble(text, cut(text), False)
+        if b == target:
+            slow = (s, e)
+            break
+    if slow is not None:
+        assert built == target
+        assert (starts, ends) == slow

@@ -686,8 +686,35 @@ def _assemble(s: str, pieces: list[tuple[int, int]], skeleton: bool) -> tuple[st
     return "".join(out), starts, ends
 
 
+_NON_SPACE = re.compile(r"\S+")
+
+
+def _offset_map_ascii(original: str) -> tuple[str, list[int], list[int]]:
+    """:func:`_assemble` for ASCII text, where normalising is lower-casing and collapsing whitespace runs: the same
+    three results, built per run of non-space characters instead of per character (the common case, ~10x faster)."""
+    parts: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    prev = -1
+    for m in _NON_SPACE.finditer(original):
+        a, b = m.span()
+        if prev >= 0:  # the collapsed space stands for the whole whitespace run between the two
+            parts.append(" ")
+            starts.append(prev)
+            ends.append(a)
+        parts.append(original[a:b].lower())
+        starts.extend(range(a, b))
+        ends.extend(range(a + 1, b + 1))
+        prev = b
+    return "".join(parts), starts, ends
+
+
 def _offset_map(original: str, target: str, skeleton: bool) -> tuple[list[int], list[int]]:
     """Per character of ``target``: the original span it came from. Fine pieces first, coarser if they disagree."""
+    if original.isascii():
+        built, starts, ends = _offset_map_ascii(original)
+        if built == target:
+            return starts, ends
     for cut in (_pieces_fine, _pieces_ascii):
         built, starts, ends = _assemble(original, cut(original), skeleton)
         if built == target:
