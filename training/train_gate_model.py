@@ -8,7 +8,7 @@ Data: only text the project may redistribute, all of it in this repository (docs
 * ``tests/gate_corpus/attacks.jsonl`` and ``negatives.jsonl`` — the hand-written gate corpus (issue 3);
 * ``tests/gate_eval/*.jsonl`` — the outside attack corpora (a, b, c) and round 1's benign sets (assistant-behaviour
   preferences, multilingual memories and turns), each used for training only after its first report (issue 11);
-  round 2's sets are not trained on yet (``NOT_YET_TRAINED`` says why);
+  rounds 2 and 3 are not trained on yet (``NOT_YET_TRAINED`` says why);
 * ``training/gate_data/*.jsonl`` — multilingual training text written for memwarden (issue 11).
 
 Never: ``tests/gate_eval/sealed/`` (held out until the report), LoCoMo or the PromptShield file (evaluation only,
@@ -43,13 +43,15 @@ OUT = REPO / "src" / "memwarden" / "gate" / "data" / MODEL_FILE
 VERSION = "2026.12.01-1"
 
 
-# Round 2's sets (reported at b655f87) and round 3's (b6b54d1) are tuned on by the rules but not yet trained on:
-# a retrain with round 2 (2026.12.01-2, threshold 0.898) learned "User likes it when the assistant …" as an attack
-# (0.938 on "User likes it when the assistant uses metric units.") and was not shipped. The shipped model is what
-# this script makes.
+# Sets tuned on by the rules but not yet trained on. A retrain with round 2 (2026.12.01-2, threshold 0.898) learned
+# "User likes it when the assistant …" as an attack (0.938 on "User likes it when the assistant uses metric
+# units."); one with rounds 2 and 3 plus train_benign_prefs (913 benign preferences in 18 languages, in every
+# opening a preference is written with; 2026.12.01-3, threshold 0.942) fixed that (0.513) but no longer held
+# disguise combinations the rules miss (the property test of G9 found two), so neither was shipped. The shipped
+# model is what this script makes.
 NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
                              "benign_memories_multilingual_r2", "benign_turns_multilingual_r2",
-                             "attacks_e", "benign_work_memories", "benign_life_prefs"})  # and round 3's
+                             "attacks_e", "benign_work_memories", "benign_life_prefs", "train_benign_prefs"})
 
 
 @dataclass
@@ -80,7 +82,7 @@ def load_docs() -> list[Doc]:
         docs.append(Doc(views(str(row["text"])), 0, "gate_corpus", str(row.get("lang", "en"))))
     # every outside set once reported on (round 1's sealed sets included since their report); never sealed/
     sources = [*sorted(p for p in (REPO / "tests" / "gate_eval").glob("*.jsonl") if p.stem not in NOT_YET_TRAINED),
-               *sorted((REPO / "training" / "gate_data").glob("*.jsonl"))]
+               *sorted(p for p in (REPO / "training" / "gate_data").glob("*.jsonl") if p.stem not in NOT_YET_TRAINED)]
     for path in sources:
         if not path.is_file():
             continue

@@ -103,6 +103,7 @@ _MD_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,500})\)")
 # emphasis marks: "*", "~" and backquotes anywhere around letters; "_" only at a word's edge ("_ignore_"), since
 # inside a word it joins an identifier (snake_case, split into words below)
 _EMPHASIS = re.compile(r"(?<=\w)[*~`]{1,3}(?=\w)|(?<![\w*_~`])[*_~`]{1,3}(?=\w)|(?<=\w)[*_~`]{1,3}(?![\w*_~`])")
+_MARK_CELL = re.compile(r"([.\-/|·•+:,])[*~`]{1,3}\1")
 _STRAY_MARKS = re.compile(r"(?<=[^\w\s*~`])[*~`]{1,3}|[*~`]{1,3}(?=[^\w\s*~`])")  # "g.*.n": marks beside punctuation
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _BBCODE = re.compile(r"(?:\[/?(?:b|i|u|s|em|url|color|size|font|quote|code|spoiler|sup|sub|img|h\d)"
@@ -151,7 +152,8 @@ _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t
                        "$": "s", "!": "i", "|": "l", "€": "e", "+": "t"})
 _LEET_TOKEN = re.compile(r"(?<![\w@$!|€+])(?=[\w@$!|€+]*[a-z])(?=[\w@$!|€+]*[0-9@$!|€+])[\w@$!|€+]{2,64}")
 # single letters (or leetspeak digits) joined by one repeated separator: "i.g.n.0.r.3"
-_SPACED = re.compile(r"(?<![^\W_])([^\W_])([.\-_/|·•*+~:,' ])(?:[^\W_]\2){1,60}[^\W_](?![^\W_])")
+# (a separator right after the last letter goes too: "i.g.n.o.r.e. all" is "ignore all")
+_SPACED = re.compile(r"(?<![^\W_])([^\W_])([.\-_/|·•*+~:,' ])(?:[^\W_]\2){1,60}[^\W_](?![^\W_])(?:\2(?=\s|$))?")
 _SPACED_WS = re.compile(r"(?<![^\W_])[^\W_](?: [^\W_]){2,60}(?![^\W_])")
 _WORD = re.compile(r"[^\W\d_]+")
 _WORD_OR_NUMBER = re.compile(r"[a-z0-9]+")
@@ -348,6 +350,9 @@ def _demarkup(text: str) -> str:
     if "[" in text and "]" in text:
         text = _BBCODE.sub(lambda m: "" if _inside_word(text, m.start(), m.end()) else " ", text)
     if any(c in text for c in "*_~`"):
+        # a mark standing for a letter between two separators ("i.g.*.n.o.r.e") goes with one of them, so the
+        # letters still read as one spaced word (found by the property test: "g.*.n" left "g..n" behind)
+        text = _MARK_CELL.sub(r"\1", text)
         text = _EMPHASIS.sub("", _STRAY_MARKS.sub("", text))
     return text
 
