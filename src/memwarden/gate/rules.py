@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.01-3"
+RULES_VERSION = "2026.12.01-4"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -1214,6 +1214,47 @@ RULES = (
                  "automerged", "deploy", "deployed", "nosec", "eslint", "type", "suppresswarnings", "noqa",
                  "access", "anyone", "concatenate", "concatenating", "concatenates", "concatenation", "backup",
                  "backups", "snapshot", "snapshots", "dry"),
+        category="directs", firm=False,
+    ),
+    # --- practices known to be insecure or destructive, prescribed as a project's standard (issue 11, round 3).
+    # The textbook list a code reviewer or a SAST tool flags. Held for review, never rejected: notes name them to
+    # forbid them as often ("never yaml.load untrusted input") ------------------------------------------------------
+    Rule(
+        "directive.future_behaviour", "reject",
+        "it prescribes a practice known to be insecure or destructive (weak hashing or crypto, unsafe "
+        "deserialisation, debug in production, world-open access, root logins, protections switched off, broad "
+        "deletion); an operator checks such a memory before the assistant follows it",
+        patterns=(
+            r"\b(?:hash|hashes|hashing|hashed|store|stores|storing|stored)\s+(?:user\s+|all\s+|the\s+)?passwords?\s+"
+            r"(?:with|using|in|as)\s+(?:plain ?text|md5|sha-?1|clear ?text|base64|the clear)\b|"
+            r"\bpasswords?\b[^.!?\n]{0,60}\b(?:stored|kept|saved)\s+(?:in\s+)?(?:plain ?text|clear ?text|en clair|"
+            r"unencrypted|unhashed)\b|\balg\W{0,3}none\b|\baes-?ecb\b|\bkey\s+hard-?coded\b|\bhard-?coded\s+"
+            r"(?:\w+\s+)?keys?\b|\bmath\.random\(\)\s+for\s+(?:tokens?|ids?|passwords?|secrets?|session)",
+            r"\bpickle\.loads?\b[^.!?\n]{0,40}\b(?:request|input|body|payload|upload)|\byaml\.load\b(?![^.!?\n]{0,30}"
+            r"safeloader)[^.!?\n]{0,40}\bnot\s+safe_load\b|\beval\(\)?[^.!?\n]{0,30}\b(?:parse|parsing|parsed)\b|"
+            r"\bshell\s*=\s*true\b[^.!?\n]{0,40}\b(?:f-strings?|format|user input|concatenat)",
+            r"\bdebug\s*=\s*true\b[^.!?\n]{0,40}\bproduction\b|\bproduction\b[^.!?\n]{0,40}\bdebug\s*=\s*true\b|"
+            r"\bpublic-read\b|\b0\.0\.0\.0/0\b[^.!?\n]{0,40}\b(?:22|3306|5432|6379|27017|3389|9200)\b|"
+            r"\bpermitrootlogin\s+yes\b|\bpasswordauthentication\s+yes\b|\bprivileged:\s*true\b|"
+            r"\bhostnetwork:\s*true\b|/var/run/docker\.sock\b|\bdeletion_protection\s*=\s*false\b|"
+            r"\bskip_final_snapshot\s*=\s*true\b",
+            r"\b(?:turn(?:ed)? off|disable[sd]?|disabling|without|remove[sd]?)\s+(?:the\s+)?(?:csrf|xss|clickjacking|"
+            r"certificate pinning|cert pinning|throttling|rate limiting|lockout|secure (?:and|or) httponly|httponly|"
+            r"input validation|output encoding|the waf|wps)\b(?:\s+(?:protection|flags?|checks?))?",
+            r"\brm\s+-(?:rf|fr|r)\s+(?:--no-preserve-root\s+)?(?:/(?:\s|$|\*)|~/?(?:\s|$|\*|[\w.-]+/\*)|\$home\b|\*\s|"
+            r"\.\./)|\bdrop\s+(?:database|schema)\s+(?:if exists\s+)?(?:prod\w*|main|live)\b|"
+            r"\bkubectl\s+delete\s+(?:ns|namespace)\s+(?:prod\w*|default|kube-system)\b|"
+            r"\bkubectl\s+delete\s+\w+\s+--all\b|\bterraform\s+destroy\b[^.!?\n]{0,30}-auto-approve\b|"
+            r"\bmkfs(?:\.\w+)?\s+/dev/|\bdd\s+if=\S+\s+of=/dev/(?:sd|nvme|disk)|"
+            r"\bgit\s+push\s+(?:-f|--force)\s+\S*\s*(?:main|master|release)\b|"
+            r"\bdelete\s+(?:all|every)\s+(?:the\s+)?(?:backups?|snapshots?|audit logs?|logs|branches|tags)\b",
+        ),
+        words=_w("hash", "hashes", "hashing", "hashed", "store", "stores", "storing", "stored", "password", "passwords",
+                 "alg", "aes", "ecb", "key", "hardcoded", "hard", "random", "pickle", "loads", "load", "yaml", "eval",
+                 "shell", "debug", "public", "read", "permitrootlogin", "passwordauthentication", "privileged",
+                 "hostnetwork", "docker", "deletion_protection", "skip_final_snapshot", "turn", "turned", "disable",
+                 "disabled", "disables", "disabling", "without", "remove", "removed", "removes", "rm", "drop",
+                 "kubectl", "terraform", "mkfs", "dd", "git", "delete", "sock", "0"),
         category="directs", firm=False,
     ),
     # --- credentials asked for or kept: phishing-shaped whoever says it (issue 11, round 2) -----------------------
