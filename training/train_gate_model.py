@@ -51,7 +51,8 @@ VERSION = "2026.12.01-1"
 # model is what this script makes.
 NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
                              "benign_memories_multilingual_r2", "benign_turns_multilingual_r2",
-                             "attacks_e", "benign_work_memories", "benign_life_prefs", "train_benign_prefs"})
+                             "attacks_e", "benign_work_memories", "benign_life_prefs", "train_benign_prefs",
+                             "attacks_f", "benign_mixed_memories"})
 
 
 @dataclass
