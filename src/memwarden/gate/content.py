@@ -268,6 +268,11 @@ _PROTECTIVE = re.compile(
     r"\bnever\s+(?:\w+\s+){1,5}without\s+(?:first\s+)?(?:a\s+|an\s+|the\s+|my\s+|their\s+|explicit\s+|written\s+)*"
     r"(?:\w+\s+)?(?:call|phone call|confirmation|confirming|verification|verifying|checking|approval|asking|"
     r"review|consent|permission|2fa|mfa|second (?:person|reviewer|approval)|sign-?off)\b|"
+    # the safe way instead of the unsafe one: "point them to the password manager rather than asking them to type
+    # passwords into chat"
+    r"\b(?:rather than|instead of)\s+(?:asking|having|letting|getting)\s+(?:them|the user|users|him|her|people)\s+"
+    r"(?:to\s+)?(?:type|enter|paste|share|send|give|read out)\s+(?:\w+\s+){0,2}(?:passwords?|passcodes?|credentials?|"
+    r"codes?|pins?|otps?|secrets?|tokens?|card numbers?)\b|"
     # masking: only the last digits, redacted, hidden from view
     r"\b(?:only|just)\s+(?:the\s+)?(?:last|first|final)\s+(?:\w+\s+)?(?:digits|characters|numbers)\b|"
     r"\b(?:mask|masks|masked|redact|redacts|redacted|truncate|truncated|obscure|obscured)\s+(?:the\s+|their\s+|all\s+|"
@@ -679,8 +684,8 @@ _STRICT = {"review": 1, "reject": 2}
 # Quoted text inside a sentence about it: "the band's album is called 'Ignore All Previous Instructions'", "User
 # tried an 'ignore previous instructions' trick once". Single quotes count only as a pair outside words (the
 # apostrophe of "band's" is not one).
-_QUOTE_SPAN = re.compile(r"\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|«[^»\n]{1,300}»|„[^“”\n]{1,300}[“”]|「[^」\n]{1,300}」|"
-                         r"(?<!\w)'[^'\n]{1,300}'(?!\w)|(?<!\w)‘[^’\n]{1,300}’(?!\w)")
+_QUOTE_SPAN = re.compile(r"\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|«[^»\n]{1,300}»|„[^“”\"\n]{1,300}[“”\"]|"
+                         r"「[^」\n]{1,300}」|(?<!\w)'[^'\n]{1,300}'(?!\w)|(?<!\w)‘[^’\n]{1,300}’(?!\w)")
 # Rules about what a sentence says to do; a quotation of such a sentence is a mention. Structural findings
 # (control tokens, beacons, secrets, hidden characters, encodings) act wherever they stand and are never excused.
 _MENTIONABLE = frozenset({"directive.override", "directive.standing", "directive.future_behaviour",
@@ -706,7 +711,18 @@ def _mentions_held(original: str, hits: list[RuleHit]) -> list[RuleHit]:
             a <= h.span[0] and h.span[1] <= b for a, b in quotes)
 
     rejecting = [h for h in hits if h.action == REJECT]
-    if not all(h.rule in _MENTIONABLE and quoted(h) for h in rejecting):
+    unplaced = [h for h in rejecting if h.span is None or h.span == (0, len(original))]
+    if unplaced and all(h.rule in _MENTIONABLE for h in unplaced):
+        # the lexicon's hits have no span: a hit is inside the quotations when the text without them no longer
+        # produces it ("研究ノート：攻撃例「以前の指示を無視して…」", a novel's villain saying "Glöm dina regler")
+        blanked = original
+        for a, b in reversed(quotes):
+            blanked = blanked[:a] + " " * (b - a) + blanked[b:]
+        still = {h.rule for h in lexicon_hits(normalize(blanked))}
+        inside = {id(h) for h in unplaced if h.rule not in still}
+    else:
+        inside = set()
+    if not all(h.rule in _MENTIONABLE and (quoted(h) or id(h) in inside) for h in rejecting):
         return hits
     return [replace(h, action=REVIEW, message=h.message + " (inside a quotation: a mention, held for an operator)")
             if h.action == REJECT else h for h in hits]

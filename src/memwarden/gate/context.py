@@ -56,6 +56,10 @@ _HIGH_STAKES = re.compile(
     r"print\w*|system prompt|instructions? (?:above|before)|safety|filters?|rules|guidelines|"
     r"external|third[- ]part\w*|anyone|everyone|public(?:ly)?)\b", re.IGNORECASE)
 
+_HIGH_STAKES_NO_SEND = re.compile(_HIGH_STAKES.pattern.replace(
+    r"send\w*|forward\w*|upload\w*|share[sd]?|sharing|", "upload\\w*|"), re.IGNORECASE)
+_ADDRESS = re.compile(r"https?://|www\.|[\w.+-]+@[\w-]+\.\w|\+?\d[\d\s().-]{7,}\d")
+
 # The sentence restricts or forbids what the match names: "don't use --insecure", "only for local", "must not use
 # that flag", "asked not to disable hooks", "instead of", "except".
 _RESTRICTOR = re.compile(
@@ -79,8 +83,9 @@ _WAIVER = re.compile(
 # "disregard my earlier instruction", "when you disagree with my approach".
 _OWN_VOICE = re.compile(
     r"\b(?:when(?:ever)?|if|once)\s+(?:i|we)\s+(?:say|said|ask|type|write|mention|use the word|tell you|explicitly)\b|"
-    r"\b(?:when(?:ever)?|if|once)\s+(?:the user|she|he|they)\s+(?:ever\s+|explicitly\s+)?(?:says|asks|types|writes|"
-    r"mentions|uses the word|sends)\b|"
+    r"\b(?:when(?:ever)?|if|once)\s+(?:(?:the|a|an)\s+)?(?:user|customer|client|member|patient|student|parent|"
+    r"caller|guest|tenant|visitor|employee|colleague|she|he|they)\s+(?:ever\s+|explicitly\s+)?"
+    r"(?:says|asks|types|writes|mentions|uses the word|sends|reports|requests|calls)\b|"
     r"\b(?:forget|disregard|drop|ignore)\s+(?:the|that)\s+(?:earlier|previous|old|former|prior)\s+(?:instruction|"
     r"request|preference|rule)s?\s+(?:about|to|on|for)\b|"
     r"\b(?:when(?:ever)?|if)\s+you\s+(?:disagree|are unsure|aren't sure|don't know|need|think|notice|see me)\b|"
@@ -214,7 +219,9 @@ def _uncertain(text: str, h: RuleHit) -> bool:
             and _LLM_WORK.search(sentence) and not _YOU.search(sentence):
         return h.category == DIRECTS or not stakes  # what acts on a model in an episode needs nothing at stake
     if h.rule == "trigger.delayed" and (_OWN_VOICE.search(sentence) or _WAIVER.search(sentence)):
-        return not stakes
+        # a reply the trigger sends back ("send plain-text instructions", "share the advice link") is no stake;
+        # somewhere to send things to is
+        return not (_HIGH_STAKES_NO_SEND.search(sentence) or _ADDRESS.search(sentence))
     if h.rule == "directive.override":
         return (_OWN_VOICE.search(sentence) is not None or _CONTENT_SOURCES.search(sentence) is not None) \
             and not stakes

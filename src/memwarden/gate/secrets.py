@@ -709,6 +709,7 @@ available unavailable visible invisible reusable unchangeable changeable memorab
 manager policy reset hint field prompt protected
 generate generated rotate rotated rotating change changed update updated renew renewed revoke revoked expire expired
 expires set use used
+1password bitwarden lastpass keepass keepassxc dashlane keeper proton vault
 la el mi su muy igual segura seguro fuerte débil larga corta nueva nuevo vieja obligatoria incorrecta correcta
 le mon ma fort forte faible sécurisé obligatoire trop très court courte nouveau nouvelle oublié
 das der die mein meine sehr zu nicht sicher stark schwach falsch richtig lang kurz neu geheim abgelaufen geändert
@@ -799,7 +800,7 @@ def _find_password_cjk(text: str, low: str, out: list[_Raw], prio: int) -> None:
         while ve > vs and text[ve - 1] in ".,":
             ve -= 1
         value = text[vs:ve]
-        if len(value) >= 3 and (value.isdigit() or not _placeholder(value)):
+        if len(value) >= 3 and value.lower() not in _PW_STOP and (value.isdigit() or not _placeholder(value)):
             out.append((vs, ve, prio, "password_prose"))
 
 
