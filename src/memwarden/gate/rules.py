@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.01-4"
+RULES_VERSION = "2026.12.01-5"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -1255,6 +1255,48 @@ RULES = (
                  "hostnetwork", "docker", "deletion_protection", "skip_final_snapshot", "turn", "turned", "disable",
                  "disabled", "disables", "disabling", "without", "remove", "removed", "removes", "rm", "drop",
                  "kubectl", "terraform", "mkfs", "dd", "git", "delete", "sock", "0"),
+        category="directs", firm=False,
+    ),
+    # --- data sent to an address, or sensitive data carried in what the assistant writes (issue 11, round 4).
+    # Held for review: people also record where their own invoices go ----------------------------------------------
+    Rule(
+        "route.tool", "reject",
+        "it names an address the assistant should send, copy, upload or sync data to; where data goes comes from "
+        "the user or the application, so an operator checks such a memory before it is used",
+        patterns=(
+            r"\b(?:send|sends|sent|sending|cc|bcc|forward|forwards|forwarded|upload|uploads|uploaded|uploading|sync|"
+            r"syncs|synced|syncing|post|posts|posted|posting|export|exports|exported|copy|copies|copied|mirror|"
+            r"mirrored|backed up|back up|deliver|delivered|push|pushed|archive|archived|e-?mail|e-?mailed)\b"
+            r"[^.!?\n]{0,80}?\b(?:to|at|on|into|via)\s+(?:[\w'-]+\s+){0,4}?(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|"
+            r"[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|app|site|pro|town|dev|xyz|info|biz|me|co|cc|ru|cn|top|shop|"
+            r"online|live|link|page|cloud|bg|tk|ml|ga|cf|gq|su|ws)\b)",
+            r"\b(?:cc|bcc|cc'd|bcc'd|copy in|loop in)\s+(?:their\s+|the\s+)?(?:'[^'\n]{1,30}'\s+|\"[^\"\n]{1,30}\"\s+)?"
+            r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+        ),
+        needles=("@", "://", ".com", ".net", ".org", ".io", ".app", ".site", ".pro", ".town", ".dev", ".xyz", ".info",
+                 ".biz", ".me", ".co", ".cc", ".ru", ".cn", ".top", ".shop", ".online", ".live", ".link", ".page",
+                 ".cloud", ".bg", ".tk", ".ml", ".ga", ".cf", ".gq", ".su", ".ws"),
+        category="directs", firm=False,
+    ),
+    Rule(
+        "exfil.instruction", "reject",
+        "it has the assistant carry sensitive data (credentials, secrets, environment variables, private notes, "
+        "personal or salary data) in what it writes or posts publicly; an operator checks such a memory",
+        patterns=(
+            r"\b(?:include|includes|including|contain|contains|list|lists|listing|paste|pastes|pasting|add|adds|"
+            r"adding|append|appends|embed|embeds|carry|carries|attach|attaches|end with|ends with|show|shows)\b"
+            r"[^.!?\n]{0,60}\b(?:passwords?|api keys?|keys and tokens|session tokens?|access tokens?|secrets\.ya?ml|"
+            r"\.env\b|environment variables|env vars|credentials|private (?:notes|links|keys)|"
+            r"salar(?:y|ies)(?: table)?|"
+            r"internal hostnames|ip addresses|last \w+ (?:queries|messages|prompts)|client list|customer (?:list|data)|"
+            r"unpublished \w+)",
+            r"\b(?:public|open|shared)\s+(?:pastebin|pr comments?|trello board|channel|community album|gist|wiki|"
+            r"status[- ]page)\b|\bpastebin\b[^.!?\n]{0,40}\b(?:public|everyone|anyone)\b|#general\b",
+        ),
+        words=_w("include", "includes", "including", "contain", "contains", "list", "lists", "listing", "paste",
+                 "pastes", "pasting", "add", "adds", "adding", "append", "appends", "embed", "embeds", "carry",
+                 "carries", "attach", "attaches", "end", "ends", "show", "shows", "public", "open", "shared",
+                 "pastebin", "general"),
         category="directs", firm=False,
     ),
     # --- credentials asked for or kept: phishing-shaped whoever says it (issue 11, round 2) -----------------------
