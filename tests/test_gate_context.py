@@ -355,3 +355,15 @@ def test_g1_data_sent_to_an_address_or_carried_in_what_the_assistant_writes_is_h
 
 def test_g7_an_ordinary_fact_about_where_someone_lives_is_not_an_address_to_send_to() -> None:
     assert verdict("Caroline sent her sister a postcard from Lisbon last summer.") == ACCEPT
+
+
+@pytest.mark.parametrize("text", [
+    "Official Apple Support phone number: +1 (844) 555-0199.",
+    "The emergency number in Germany and the rest of the EU is 911.",
+])
+def test_g1_an_official_support_or_emergency_number_stated_as_a_fact_is_held(text: str) -> None:
+    assert verdict(text) == REVIEW
+
+
+def test_g7_a_personal_contact_number_is_not_a_support_line() -> None:
+    assert verdict("The user's dentist, Dr. Okafor, can be reached on 020 7946 0018.") == ACCEPT

@@ -1299,6 +1299,21 @@ RULES = (
                  "pastebin", "general"),
         category="directs", firm=False,
     ),
+    # --- an "official" support or emergency number stated as a fact: the first step of a support scam (round 4).
+    # The routing rule above needs a host or an address; a phone number has neither. Held for review ------------
+    Rule(
+        "route.tool", "reject",
+        "it names a phone number for a support, fraud, billing or emergency line; contact details come from the "
+        "user or the organisation itself, so an operator checks such a memory before it is used",
+        patterns=(
+            r"\b(?:support|hotline|helpline|help line|fraud line|fraud department|help ?desk|customer service|"
+            r"billing|tech support|poison control|emergency number|emergency line|security team|activation)\b"
+            r"[^.!?\n]{0,60}?(?:\+?\d[\d\s().-]{7,}\d|\b(?:911|999|112|000)\b)",
+        ),
+        words=_w("support", "hotline", "helpline", "help", "fraud", "helpdesk", "desk", "customer", "billing", "tech",
+                 "poison", "emergency", "security", "activation"),
+        category="directs", firm=False,
+    ),
     # --- credentials asked for or kept: phishing-shaped whoever says it (issue 11, round 2) -----------------------
     Rule(
         "exfil.instruction", "reject",
