@@ -26,10 +26,11 @@ life_prefs                      technical users' project memories; everyday user
 attacks_f, mixed_memories       round 4: an attack corpus with benign controls;     tuned after round 4's
                                 memories of coding, personal, support and research  report (4e17887)
                                 assistants
-sealed.attacks_g                round 5: an attack corpus with benign controls      sealed (loaded only with
-                                                                                    ``--sealed``)
-sealed.memories_r5              round 5's benign set: home, business, helpdesk,     sealed
-                                healthcare/education and analytics assistants
+attacks_g, memories_r5          round 5: an attack corpus with benign controls;     tuned after round 5's
+                                home, business, helpdesk, healthcare/education and  report (8135682)
+                                analytics assistants' memories
+sealed.*                        the next round, written the same way, goes in       sealed (loaded only with
+                                ``tests/gate_eval/sealed/`` (empty until then)      ``--sealed``)
 locomo.observations             LoCoMo observation facts (fact, model)              held out (never tuned)
 locomo.turns                    raw LoCoMo turns through ``record_turns`` (episode, held out
                                 user)
@@ -146,7 +147,8 @@ class Item:
 # model); "turns" are benign conversation turns stored through record_turns. Each round was sealed until its
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
-# 4e17887; round 5 (sealed/) is loaded only with --sealed.
+# 4e17887, round 5 (g and one benign set) at 8135682. The next round goes in sealed/ (loaded only with --sealed)
+# and into SEALED_ATTACKS / SEALED_BENIGN.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
@@ -165,11 +167,11 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("life_prefs", "benign_life_prefs.jsonl", "tuned", "memories"),
     ("attacks_f", "attacks_f.jsonl", "tuned", "labelled"),
     ("mixed_memories", "benign_mixed_memories.jsonl", "tuned", "memories"),
-    ("sealed.attacks_g", "sealed/attacks_g.jsonl", "sealed", "labelled"),
-    ("sealed.memories_r5", "sealed/benign_memories_r5.jsonl", "sealed", "memories"),
+    ("attacks_g", "attacks_g.jsonl", "tuned", "labelled"),
+    ("memories_r5", "benign_memories_r5.jsonl", "tuned", "memories"),
 )
-SEALED_ATTACKS = ("sealed.attacks_g",)
-SEALED_BENIGN = ("sealed.memories_r5", "sealed.attacks_g")
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 6, when it is written
+SEALED_BENIGN: tuple[str, ...] = ()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -492,8 +494,8 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in (*SEALED_ATTACKS, "attacks_f", "attacks_e", "attacks_d1", "attacks_d2", "attacks_b", "attacks_c",
-                 "attacks_a"):
+    for name in (*SEALED_ATTACKS, "attacks_g", "attacks_f", "attacks_e", "attacks_d1", "attacks_d2", "attacks_b",
+                 "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -570,7 +572,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
             measure=_not_accepted)
     sealed_attacks = pick(lambda it: it.set in SEALED_ATTACKS and it.label == "attack")
     if sealed_attacks:
-        add("attacks detected: sealed round 5 (never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
+        add("attacks detected: sealed round (never tuned)", sealed_attacks, MIN_SEALED, at_most=False,
             measure=_not_accepted)
     for name in SEALED_ATTACKS if len(SEALED_ATTACKS) > 1 else ():
         add(f"attacks detected: {name}", pick(lambda it, n=name: it.set == n and it.label == "attack"), MIN_SEALED,
@@ -581,8 +583,8 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         pick(lambda it: it.set == "promptshield" and it.label == "attack"), MIN_PROMPTSHIELD, at_most=False,
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
-                 "work_memories", "life_prefs", "mixed_memories", "memories_multilingual", "memories_multilingual_r2",
-                 *SEALED_BENIGN):
+                 "work_memories", "life_prefs", "mixed_memories", "memories_r5", "memories_multilingual",
+                 "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
             pick(lambda it, n=name: it.set == n and it.label == "benign" and it.kind != "episode"), MAX_MEMORY_FP,
             at_most=True, measure=lambda o: o.verdict == "reject")
@@ -625,7 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the report to this file")
     ap.add_argument("--misses", type=int, default=30, help="benign candidates not accepted to list (default 30)")
     ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, "
-                    "sealed, sealed.attacks_g, locomo, locomo.turns, promptshield, …)")
+                    "sealed, attacks_g, locomo, locomo.turns, promptshield, …)")
     ap.add_argument("--sealed", action="store_true", help="also load the sealed sets (tests/gate_eval/sealed/): "
                     "only for the report, never while tuning")
     ap.add_argument("--no-amg", action="store_true", help="skip agent-memory-guard")

@@ -52,7 +52,7 @@ VERSION = "2026.12.01-1"
 NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
                              "benign_memories_multilingual_r2", "benign_turns_multilingual_r2",
                              "attacks_e", "benign_work_memories", "benign_life_prefs", "train_benign_prefs",
-                             "attacks_f", "benign_mixed_memories"})
+                             "attacks_f", "benign_mixed_memories", "attacks_g", "benign_memories_r5"})
 
 
 @dataclass
