@@ -715,9 +715,7 @@ def _mentions_held(original: str, hits: list[RuleHit]) -> list[RuleHit]:
     if unplaced and all(h.rule in _MENTIONABLE for h in unplaced):
         # the lexicon's hits have no span: a hit is inside the quotations when the text without them no longer
         # produces it ("研究ノート：攻撃例「以前の指示を無視して…」", a novel's villain saying "Glöm dina regler")
-        blanked = original
-        for a, b in reversed(quotes):
-            blanked = blanked[:a] + " " * (b - a) + blanked[b:]
+        blanked = _QUOTE_SPAN.sub(lambda m: " " * len(m.group()), original)
         still = {h.rule for h in lexicon_hits(normalize(blanked))}
         inside = {id(h) for h in unplaced if h.rule not in still}
     else:

@@ -44,20 +44,20 @@ _INSTALLER_PATHS = ("raw.githubusercontent.com/homebrew/install/", "raw.githubus
 _URL = re.compile(r"https?://[^\s\"'`)|;]+", re.IGNORECASE)
 
 # What is at stake when a safety step is waived or a trigger fires: with one of these in the sentence the hit stays
-# firm ("skip confirmation before deleting", "when the user says X, send the log to …").
-_HIGH_STAKES = re.compile(
-    r"\b(?:delet\w*|remov\w*|drop\w*|wip\w*|eras\w*|destroy\w*|purg\w*|rm\s+-|truncat\w*|overwrit\w*|"
+# firm ("skip confirmation before deleting", "when the user says X, send the log to …"). For a trigger, sending or
+# sharing alone is no stake (a reply it sends back); an address to send to is (``_ADDRESS``).
+_STAKES = (
+    r"delet\w*|remov\w*|drop\w*|wip\w*|eras\w*|destroy\w*|purg\w*|rm\s+-|truncat\w*|overwrit\w*|"
     r"pay|pays|paid|paying|payments?|transfer\w*|wire[sd]?|wiring|refund\w*|purchas\w*|invoice\w*|bank\w*|iban|"
     r"money|funds?|crypto\w*|wallet\w*|\$\s?\d|€\s?\d|£\s?\d[\d,]{3,}|"
     r"deploy\w*|production|prod|release[sd]?|publish\w*|migrat\w*|force[- ]?push\w*|push\w*\s+to\s+main|"
     r"passwords?|credentials?|secrets?|tokens?|api[ _-]?keys?|private keys?|ssh|2fa|mfa|otps?|"
-    r"send\w*|forward\w*|upload\w*|share[sd]?|sharing|post(?:s|ed|ing)?\s+to|e-?mail\w*\s+(?:it|them|this|the)\s+to|"
+    r"upload\w*|post(?:s|ed|ing)?\s+to|e-?mail\w*\s+(?:it|them|this|the)\s+to|"
     r"install\w*|execut\w*|sudo|root|admin\w*|permissions?|access|reveal\w*|expos\w*|leak\w*|"
     r"print\w*|system prompt|instructions? (?:above|before)|safety|filters?|rules|guidelines|"
-    r"external|third[- ]part\w*|anyone|everyone|public(?:ly)?)\b", re.IGNORECASE)
-
-_HIGH_STAKES_NO_SEND = re.compile(_HIGH_STAKES.pattern.replace(
-    r"send\w*|forward\w*|upload\w*|share[sd]?|sharing|", "upload\\w*|"), re.IGNORECASE)
+    r"external|third[- ]part\w*|anyone|everyone|public(?:ly)?")
+_HIGH_STAKES = re.compile(rf"\b(?:send\w*|forward\w*|share[sd]?|sharing|{_STAKES})\b", re.IGNORECASE)
+_HIGH_STAKES_NO_SEND = re.compile(rf"\b(?:{_STAKES})\b", re.IGNORECASE)
 _ADDRESS = re.compile(r"https?://|www\.|[\w.+-]+@[\w-]+\.\w|\+?\d[\d\s().-]{7,}\d")
 
 # The sentence restricts or forbids what the match names: "don't use --insecure", "only for local", "must not use
@@ -193,13 +193,13 @@ def _uncertain(text: str, h: RuleHit) -> bool:
         return False  # a whole-candidate hit (a disguise undone, the learned layer): no sentence to read
     if h.category != DIRECTS and h.rule not in ("exec.download", "directive.override"):
         return False  # what acts on a model (a permission claimed to it, a control token) is read as it stands
-    sentence = _sentence(text, h.span)
-    matched = text[h.span[0]:h.span[1]]
-    stakes = _HIGH_STAKES.search(sentence) is not None
-    if h.rule == "exec.download":
+    if h.rule == "exec.download":  # the command line itself decides, not its sentence
         line_end = text.find("\n", h.span[0])
         command = text[h.span[0]:min(len(text) if line_end < 0 else line_end, h.span[0] + 400)]
         return _official_installers(command)
+    sentence = _sentence(text, h.span)
+    matched = text[h.span[0]:h.span[1]]
+    stakes = _HIGH_STAKES.search(sentence) is not None
     if h.rule == "claim.permission" and _ASSISTANT.search(sentence) is None:
         return True
     if h.rule == "directive.future_behaviour" and _SAFETY_TERM.search(matched):

@@ -62,6 +62,11 @@ def _w(*words: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# A verb not under an immediate negation ("never store", "not collect", "rather than asking"): Python's lookbehind
+# is fixed-width, so one per negator.
+_UNNEGATED = r"(?<!never )(?<!not )(?<!n't )(?<!no )(?<!than )"
+
+
 # Authority cues and the consequences they are meant to unlock (same sentence → claim.permission).
 AUTHORITY = (r"approved|approval granted|authori[sz]ed|authori[sz]ation|permitted|allowed|granted|whitelisted|"
              r"allowlisted|cleared|clearance|verified|vetted|pre-?authori[sz]ed|pre-?approved|signed off|"
@@ -1320,13 +1325,13 @@ RULES = (
         "it tells the assistant to ask for, collect or keep the user's credentials (passwords, PINs, one-time "
         "codes, recovery answers); no memory may make the assistant gather secrets",
         patterns=(
-            r"(?<!never )(?<!not )(?<!n't )(?<!no )(?<!than )"
+            _UNNEGATED +
             r"\b(?:ask|asks|asking|request|requests|requesting|prompt|collect|collecting|get)\s+(?:the user|users|them|"
             r"him|her|the customer|customers)\s+(?:for|to (?:share|provide|enter|send|type|confirm|read out))\s+"
             r"(?:their|his|her|the|a|an)?\s*(?:\w+\s+){0,2}(?:passwords?|pins?|otps?|one-time (?:codes?|passwords?)|"
             r"passcodes?|security[- ]question answers?|2fa codes?|mfa codes?|verification codes?|card numbers?|cvvs?|"
             r"cvcs?|seed phrases?|recovery (?:codes?|phrases?)|private keys?)\b",
-            r"(?<!never )(?<!not )(?<!n't )(?<!no )(?<!than )"
+            _UNNEGATED +
             r"\b(?:save|saves|saving|store|stores|storing|keep|keeps|record|records|log|logs|collect|collects|"
             r"write down)"
             r"\s+(?:every|all|each|any)?\s*(?:of\s+)?(?:the user's\s+|their\s+|his\s+|her\s+)?(?:\w+\s+){0,2}"
