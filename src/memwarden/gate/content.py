@@ -113,9 +113,11 @@ def _tokens(n: Normalized) -> set[str]:
 
 
 def _rule_hits(n: Normalized, tokens: set[str] | None = None,
-               compiled: tuple[_Compiled, ...] | None = None, *, deep: bool = False) -> list[RuleHit]:
+               compiled: tuple[_Compiled, ...] | None = None, *, deep: bool = False,
+               whole: bool = False) -> list[RuleHit]:
     """Hits of the rule families on one view of the candidate. ``deep``: the view is the de-obfuscated one,
-    whose offsets do not map back, so a hit covers the whole candidate."""
+    whose offsets do not map back, so a hit covers the whole candidate. ``whole``: the caller gives every hit the
+    whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text)."""
     compiled = _RULES if compiled is None else compiled
     hits: list[RuleHit] = []
     latin, text = n.skeleton, n.text
@@ -151,6 +153,8 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
         if deep:
             span = (0, len(n.original))
             message = rule.message + " (read after undoing its disguise)"
+        elif whole:
+            span, message = (0, len(n.original)), rule.message
         else:
             span = n.original_span(m.start(), m.end(), in_skeleton=in_skeleton)
             message = rule.message
@@ -631,11 +635,15 @@ def _line_hits(original: str, found: list[RuleHit]) -> list[RuleHit]:
     the line breaks the normalised text collapses (any of them: CR, LF, VT, FF, NEL, U+2028, U+2029)."""
     if _LINE_BREAK.search(original) is None or not any(c in original for c in ":#[<"):
         return []
-    lines = "\n".join(normalize(line).skeleton for line in _LINE_BREAK.split(original))
+    skeletons: dict[str, str] = {}  # a line repeated (a log, a list of "key: value" lines) is normalised once
+    parts = _LINE_BREAK.split(original)
+    for line in parts:
+        if line not in skeletons:
+            skeletons[line] = normalize(line).skeleton
+    lines = "\n".join(skeletons[line] for line in parts)
     view = Normalized(original, lines, lines, ())
     seen = {h.rule for h in found}
-    return [replace(h, span=(0, len(original))) for h in _rule_hits(view, _tokens(view), _LINE_RULES)
-            if h.rule not in seen]
+    return [h for h in _rule_hits(view, _tokens(view), _LINE_RULES, whole=True) if h.rule not in seen]
 
 
 def _learned(n: Normalized, deep: Normalized | None) -> list[RuleHit]:

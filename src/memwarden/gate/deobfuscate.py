@@ -150,6 +150,7 @@ _FOLDABLE_SCRIPTS = ((0x0000, 0x024F), (0x0370, 0x03FF), (0x0400, 0x052F), (0x1E
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a",
                        "$": "s", "!": "i", "|": "l", "€": "e", "+": "t"})
+_LEET_HINT = re.compile(r"[\d@$!|€+]")  # a character leetspeak writes a letter with
 _LEET_TOKEN = re.compile(r"(?<![\w@$!|€+])(?=[\w@$!|€+]*[a-z])(?=[\w@$!|€+]*[0-9@$!|€+])[\w@$!|€+]{2,64}")
 # single letters (or leetspeak digits) joined by one repeated separator: "i.g.n.0.r.3"
 # (a separator right after the last letter goes too: "i.g.n.o.r.e. all" is "ignore all")
@@ -387,7 +388,7 @@ def _despace(text: str) -> str:
 
 def _tokens_fix(text: str, vocab: frozenset[str]) -> str:
     """Leetspeak, run-together words and typos, token by token (only tokens that need it are touched)."""
-    if any(c.isdigit() or c in "@$!|€+" for c in text):
+    if _LEET_HINT.search(text) is not None:
         text = _LEET_TOKEN.sub(lambda m: _leet(m.group(), vocab), text)
     return _typos(_joined(text, vocab), vocab)
 

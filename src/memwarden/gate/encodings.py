@@ -188,17 +188,53 @@ def _looks_b85(blob: str) -> bool:
     return sum(1 for c in blob if c in "!#$%&()*+;<=>?@^_`{|}~-") >= 3 and any(c.isdigit() for c in blob)
 
 
+_HEX_PAIRS = re.compile(r"[0-9A-Fa-f]{2}[ :,-][0-9A-Fa-f]{2}[ :,-][0-9A-Fa-f]{2}[ :,-][0-9A-Fa-f]{2}")
+_MORSE_RUN = re.compile(r"[.\-•·−_]{1,7}(?: {1,3}|\s?/\s?)[.\-•·−_]{1,7}(?: {1,3}|\s?/\s?)[.\-•·−_]{1,7}"
+                        r"(?: {1,3}|\s?/\s?)[.\-•·−_]")
+_SPLIT_CHUNK = re.compile(r"[a-z0-9+/][A-Z]|[0-9+/]")
+
+
+def _possible(text: str) -> set[re.Pattern[str]]:
+    """The blob patterns that can match ``text`` at all, from conditions every match of each one implies (so
+    skipping the others changes nothing): a long token for base64, base32, base85 and plain hex; ``\\x``,
+    ``0x`` or four separated hex pairs for the other hex forms; 48 binary digits; 16 digits for character codes;
+    four Morse-like tokens in a row; for base64 split by spaces, a character its chunks need (the test that
+    accepts a split blob asks for inner capitals, digits, ``+`` or ``/``). Each pattern costs a pass over the
+    whole text with a look-behind at every position; each condition costs a fraction of that."""
+    longest = max(map(len, text.split()), default=0)
+    out: set[re.Pattern[str]] = set()
+    if longest >= 16:
+        out.update((_B64, _B32))
+    if longest >= 20:
+        out.add(_B85)
+    if longest >= 24 or "\\x" in text or "0x" in text or _HEX_PAIRS.search(text) is not None:
+        out.add(_HEX)
+    digits = len(text) - len(text.translate(_NO_DIGITS))
+    if digits >= 16 or not text.isascii():  # character codes may be written in any script's digits (\\d)
+        out.add(_DECIMAL)
+    if digits >= 48 and text.count("0") + text.count("1") >= 48:
+        out.add(_BINARY)
+    if _MORSE_RUN.search(text) is not None:
+        out.add(_MORSE)
+    if _SPLIT_CHUNK.search(text) is not None:
+        out.add(_B64_SPLIT)
+    return out
+
+
 def _blobs(text: str) -> Iterator[Decoded]:
     """Every decodable blob of ``text`` with its decoded text (at most ``MAX_BLOBS`` tried), then, per encoding
     with two or more blobs, the blobs joined in order: a payload cut into parts ("Part 1/3: …", ``id_a=… id_b=…``)
     decodes whole only when put back together."""
     tried = 0
     seen: set[tuple[int, int]] = set()
+    possible = _possible(text)
     for rx, name, decode, accept in (
             (_B64, "base64", _b64, None), (_B64_SPLIT, "base64", _b64, _looks_b64_split),
             (_B32, "base32", _b32, None), (_HEX, "hex", _hex, None), (_BINARY, "binary", _binary, None),
             (_DECIMAL, "decimal character codes", _decimal, None), (_MORSE, "Morse code", _morse, None),
             (_B85, "base85", _b85, _looks_b85)):
+        if rx not in possible:
+            continue
         parts: list[tuple[tuple[int, int], str]] = []
         for m in rx.finditer(text):
             if m.span() in seen:

@@ -94,21 +94,29 @@ def ngram_buckets(prepared: str) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([b for b, _ in groups]), np.concatenate([s for _, s in groups])
 
 
-def ngram_groups(prepared: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per n in ``NGRAMS``, (bucket per character n-gram, start position per n-gram) of a :func:`prepare`-d text,
-    in position order. All n at once on one (length × n) matrix of code points: a handful of numpy operations
-    whatever the length (integer arithmetic wraps modulo 2**64 by design)."""
+def ngram_matrix(prepared: str) -> np.ndarray:
+    """Bucket of the character n-gram starting at each position of a :func:`prepare`-d text, one row per n of
+    ``NGRAMS`` (row n-1 for n; its last n-1 cells run past the end and hold no n-gram). All n at once on one
+    (n × length) matrix of code points: a handful of numpy operations whatever the length (integer arithmetic
+    wraps modulo 2**64 by design)."""
     cps = np.frombuffer(prepared.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     length = len(cps)
     top = max(NGRAMS)
-    if not length:
-        return []
     padded = np.concatenate((cps, np.zeros(top - 1, dtype=np.uint64)))
     hashes = np.empty((top, length), dtype=np.uint64)
     h = hashes[0] = cps
     for k in range(1, top):  # Horner: h_(k+1)[i] = h_k[i] * P + cps[i + k]
         h = hashes[k] = h * _P + padded[k:k + length]
-    buckets = (((hashes + _SALT_COL) * _MIX) >> _SHIFT).astype(np.int64)
+    return (((hashes + _SALT_COL) * _MIX) >> _SHIFT).astype(np.int64)
+
+
+def ngram_groups(prepared: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per n in ``NGRAMS``, (bucket per character n-gram, start position per n-gram) of a :func:`prepare`-d text,
+    in position order."""
+    if not prepared:
+        return []
+    buckets = ngram_matrix(prepared)
+    length = buckets.shape[1]
     out = []
     for n in NGRAMS:
         count = length - n + 1
@@ -162,11 +170,11 @@ class Model:
     def score(self, text: str) -> float:
         """Probability-like score (logistic) of the most instruction-like chunk of ``text``."""
         prepared = prepare(text)
-        groups = ngram_groups(prepared)
-        if not groups:
-            return 0.0
-        allb = np.concatenate([b for b, _ in groups])
         if len(prepared) <= CHUNK:  # one chunk: the sum of its distinct features' weights
+            groups = ngram_groups(prepared)
+            if not groups:
+                return 0.0
+            allb = np.concatenate([b for b, _ in groups])
             order = _positions(len(allb)).astype(np.int32)
             first = _scratch()
             first[allb] = order  # the last write wins: one index per distinct bucket
@@ -175,30 +183,37 @@ class Model:
                 return 0.0
             z = float(self.weights[distinct].sum()) / float(np.sqrt(len(distinct))) + self.bias
             return float(1.0 / (1.0 + np.exp(-z)))
-        bounds = np.asarray(chunk_bounds(prepared), dtype=np.int64)
-        # each distinct feature counts once, where it first occurs (repeating a phrase does not raise the score):
-        # writing indices in reverse leaves every bucket holding its first occurrence
-        order = np.arange(len(allb), dtype=np.int32)
+        return self._score_chunks(prepared)
+
+    def _score_chunks(self, prepared: str) -> float:
+        """:meth:`score` of a text longer than one chunk, on the (n × position) matrix of n-gram buckets at once:
+        each distinct feature counts once, where it first occurs (repeating a phrase does not raise the score),
+        and a chunk's sum is a difference of one cumulative sum over positions (an n-gram belongs to the chunk it
+        starts in)."""
+        matrix = ngram_matrix(prepared)
+        top, length = matrix.shape
+        valid = np.arange(length) <= length - _NS[:, None]
+        flat = matrix[valid]  # row-major: all 1-grams in position order, then all 2-grams, … (ngram_groups' order)
+        order = np.arange(len(flat), dtype=np.int32)
         first = _scratch()
-        first[allb[::-1]] = order[::-1]
-        keep = first[allb] == order
-        sums = np.zeros(len(bounds))
-        counts = np.zeros(len(bounds))
-        at = 0
-        for buckets, starts in groups:  # each group is in position order: one cumulative sum per group
-            k = keep[at:at + len(buckets)]
-            at += len(buckets)
-            cs = np.concatenate(([0.0], np.cumsum(np.where(k, self.weights[buckets], 0.0), dtype=np.float64)))
-            cn = np.concatenate(([0], np.cumsum(k)))
-            lo = np.searchsorted(starts, bounds[:, 0], "left")
-            hi = np.searchsorted(starts, bounds[:, 1], "left")
-            sums += cs[hi] - cs[lo]
-            counts += cn[hi] - cn[lo]
+        first[flat[::-1]] = order[::-1]  # written in reverse, every bucket ends up holding its first occurrence
+        keep = np.zeros((top, length), dtype=bool)
+        keep[valid] = first[flat] == order
+        per_pos = np.where(keep, self.weights[matrix], np.float32(0.0)).sum(axis=0, dtype=np.float64)
+        cs = np.concatenate(([0.0], np.cumsum(per_pos)))
+        cn = np.concatenate(([0], np.cumsum(keep.sum(axis=0))))
+        bounds = np.minimum(np.asarray(chunk_bounds(prepared), dtype=np.int64), length)
+        sums = cs[bounds[:, 1]] - cs[bounds[:, 0]]
+        counts = cn[bounds[:, 1]] - cn[bounds[:, 0]]
         ok = counts >= MIN_FEATURES
         if not ok.any():
             return 0.0
         z = float(np.max(sums[ok] / np.sqrt(counts[ok]))) + self.bias
         return float(1.0 / (1.0 + np.exp(-z)))
+
+
+_NS = np.array(NGRAMS, dtype=np.int64)
+assert tuple(range(1, max(NGRAMS) + 1)) == NGRAMS, "the n-gram matrix has one row per n from 1"
 
 
 def doc_features(chunk: str) -> tuple[np.ndarray, np.ndarray]:

@@ -217,10 +217,18 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     by_word: list[Hit] = []
     n = len(words)
     exact, stems = _ascii_anchors()
+    present = set(words)
+    viable: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
     for i, w in enumerate(words):
         if w not in exact and w[:4] not in stems and _FAST_SCRIPTS.fullmatch(w):
             continue  # no entry starts with this word (the index says so without a lookup per entry)
-        for lang, concept, tail in _candidates(w):
+        found = viable.get(w)
+        if found is None:
+            # once per distinct word: drop the entries whose further words do not occur in the text at all (a
+            # word repeated a thousand times is not checked against them a thousand times)
+            found = viable[w] = tuple(e for e in _candidates(w)
+                                      if all(p.endswith("*") or p in present for p in e[2]))
+        for lang, concept, tail in found:
             if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
                                                       for j, p in enumerate(tail))):
                 by_word.append((lang, concept, i))
