@@ -19,6 +19,7 @@ from memwarden.gate.normalize import (
     Normalized,
     UnicodeFinding,
     _assemble,
+    _assemble_fine,
     _composes_backward,
     _offset_map_ascii,
     _pieces_ascii,
@@ -475,3 +476,14 @@ def test_g9_property_ascii_offset_fast_path_maps_like_the_per_character_one(text
     if slow is not None:
         assert built == target
         assert (starts, ends) == slow
+
+
+_MIXED = "abcXYZ  \t\n.,'\"-éüñ\u0301\u0308\u200b\u00a0\u3000’—“”ſﬁ①ＡАаΑ用户👩\u200d💻\ufe0f\U0001d400\u0645\u064e"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_MIXED), max_size=60), st.booleans())
+def test_g9_property_mixed_offset_map_runs_ascii_at_once_like_the_per_piece_one(text: str, skeleton: bool) -> None:
+    """The fine offset map that assembles ASCII runs at once gives exactly what the per-piece assembly gives,
+    combining marks after an ASCII letter and whitespace runs across the ASCII / non-ASCII border included."""
+    assert _assemble_fine(text, skeleton) == _assemble(text, _pieces_fine(text), skeleton)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memwarden.gate import content
 from memwarden.gate.normalize import normalize
-from memwarden.gate.prefilter import RuleMatcher, requirements
+from memwarden.gate.prefilter import Layout, RuleMatcher, requirements
 
 CORPUS = Path(__file__).parent / "gate_corpus"
 TEXTS = [json.loads(line)["text"] for name in ("attacks.jsonl", "negatives.jsonl")
@@ -93,3 +93,52 @@ def test_g3_agent_cue_matcher_finds_what_the_agent_cue_regex_finds() -> None:
         tokens = content._tokens(normalize(text))
         for part in [skeleton, *re.findall(r"[^.!?\n]+", skeleton)]:
             assert _span(content._AGENT.search(part.lstrip(), tokens)) == _span(regex.search(part.lstrip())), part
+
+
+# --- windowed search on long texts (Layout) ----------------------------------------------------------------------
+
+
+def _assert_windowed_same(text: str) -> int:
+    """Every rule's windowed search on ``text``'s views finds exactly the combined regex's match; returns how many
+    views were long enough to be searched in windows."""
+    n = normalize(text)
+    tokens = content._tokens(n)
+    long_views = 0
+    for target in {n.skeleton, n.text}:
+        layout = Layout.of(target, tokens)
+        if layout is None:
+            continue
+        long_views += 1
+        for matcher, combined in COMBINED:
+            assert _span(matcher.search(target, tokens, layout)) == _span(combined.search(target)), matcher.patterns
+    return long_views
+
+
+def test_g3_windowed_search_matches_like_the_combined_rule_on_long_corpus_texts() -> None:
+    """Long candidates made of corpus attacks and hard negatives (so anchors occur often and windows merge, reach
+    the text's ends and get dropped for a whole-text search): the same match as one regex per rule."""
+    import random
+
+    rng = random.Random(7)
+    searched = 0
+    for size in (12, 25, 60):
+        for _ in range(6):
+            searched += _assert_windowed_same(" ".join(rng.choice(TEXTS) for _ in range(size)))
+    assert searched >= 18
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TEXTS), min_size=8, max_size=30),
+       st.text(alphabet="abcdefghij ,.:-_/'\"()#*<>|0123456789", min_size=0, max_size=400))
+def test_g3_property_windowed_search_is_exact_with_noise_between_the_anchors(parts: list[str], noise: str) -> None:
+    """Corpus sentences joined by random punctuation-heavy noise (long tokens widen windows, separators sit at
+    window edges): still exactly the combined regex's match."""
+    _assert_windowed_same(noise.join(parts))
+
+
+def test_g3_layout_refuses_texts_it_cannot_bound() -> None:
+    """Windows rely on single spaces (a normalised view): other whitespace, or a short text, gets no layout."""
+    assert Layout.of("short text", {"short", "text"}) is None
+    assert Layout.of("word\n" * 400, {"word"}) is None
+    assert Layout.of("word  " * 400, {"word"}) is None
+    assert Layout.of("word " * 400, {"word"}) is not None

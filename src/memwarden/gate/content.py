@@ -27,7 +27,7 @@ from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, prose, shifted_texts
 from memwarden.gate.lexicon import lexicon_hits
 from memwarden.gate.normalize import Normalized, normalize
-from memwarden.gate.prefilter import RuleMatcher
+from memwarden.gate.prefilter import Layout, RuleMatcher
 from memwarden.gate.rules import (
     AGENT_CUES,
     DECODE_AND_FOLLOW,
@@ -132,6 +132,12 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     if not ascii_only and _CJK.search(text):
         active.update(_CJK_RULES)
     done: set[tuple[str, str, bool]] = set()
+    layouts: dict[str, Layout | None] = {}  # per searched view, made on first use (long texts only)
+
+    def layout(view: str) -> Layout | None:
+        if view not in layouts:
+            layouts[view] = Layout.of(view, tokens)
+        return layouts[view]
     for i in sorted(active):
         c = _RULES[i]
         if compiled is not _RULES and c not in compiled:
@@ -141,9 +147,9 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
         if key in done:
             continue
         target = latin if rule.script == "latin" else text
-        m = c.matcher.search(target, tokens)
+        m = c.matcher.search(target, tokens, layout(target))
         if m is None and rule.script == "latin" and text != latin:
-            m = c.matcher.search(text, tokens)
+            m = c.matcher.search(text, tokens, layout(text))
             in_skeleton = False
         else:
             in_skeleton = rule.script == "latin"

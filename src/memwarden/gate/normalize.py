@@ -43,8 +43,10 @@ run starts).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["MAX_COMBINING_RUN", "Normalized", "UnicodeFinding", "hidden_tag_text", "normalize"]
@@ -659,11 +661,19 @@ def _pieces_ascii(s: str) -> list[tuple[int, int]]:
     return list(zip(cuts, [*cuts[1:], len(s)], strict=True))
 
 
-def _assemble(s: str, pieces: list[tuple[int, int]], skeleton: bool) -> tuple[str, list[int], list[int]]:
+def _assemble(s: str, pieces: Iterable[tuple[int, int]], skeleton: bool) -> tuple[str, list[int], list[int]]:
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    pending: list[int] | None = None  # original span of the whitespace run waiting to become one space
+    _pieces_into(s, pieces, skeleton, out, starts, ends, None)
+    return "".join(out), starts, ends
+
+
+def _pieces_into(s: str, pieces: Iterable[tuple[int, int]], skeleton: bool, out: list[str], starts: list[int],
+                 ends: list[int], pending: list[int] | None) -> list[int] | None:
+    """Fold each piece and append its characters with the piece's original span to the running results; a
+    whitespace run becomes one space spanning the whole run. ``pending``: the original span of the whitespace run
+    waiting to become that space (returned, for the caller to go on with)."""
     for a, b in pieces:
         seg = s[a:b]
         folded = seg.lower() if seg.isascii() else _fold_piece(seg, skeleton) if b - a <= 8 else _fold(seg, skeleton)
@@ -683,7 +693,7 @@ def _assemble(s: str, pieces: list[tuple[int, int]], skeleton: bool) -> tuple[st
             out.append(ch)
             starts.append(a)
             ends.append(b)
-    return "".join(out), starts, ends
+    return pending
 
 
 _NON_SPACE = re.compile(r"\S+")
@@ -709,15 +719,81 @@ def _offset_map_ascii(original: str) -> tuple[str, list[int], list[int]]:
     return "".join(parts), starts, ends
 
 
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
+
+
+def _assemble_fine(s: str, skeleton: bool) -> tuple[str, list[int], list[int]]:
+    """``_assemble(s, _pieces_fine(s), skeleton)``, with each run of ASCII characters that are pieces of their own
+    done at once as in :func:`_offset_map_ascii` (real text is mostly ASCII with a few curly quotes, dashes or
+    accents; the per-character assembly made mapping one span of a long text cost milliseconds). The ASCII
+    character before a character that does not start a piece (a combining mark) goes with it, piece by piece."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pending: list[int] | None = None  # original span of the whitespace run waiting to become one space
+    pos = 0  # everything before it is assembled; it starts a piece
+    n = len(s)
+    for m in _ASCII_RUN.finditer(s):
+        a, e = m.span()
+        c = e if e == n or _starts_piece(s[e]) else e - 1  # the last character may go with what follows
+        if c <= a:
+            continue  # a one-character run that does: it is assembled with the characters after it
+        pending = _assemble_into(s, pos, a, skeleton, out, starts, ends, pending)
+        pending = _ascii_into(s, a, c, out, starts, ends, pending)
+        pos = c
+    _assemble_into(s, pos, n, skeleton, out, starts, ends, pending)
+    return "".join(out), starts, ends
+
+
+def _assemble_into(s: str, lo: int, hi: int, skeleton: bool, out: list[str], starts: list[int], ends: list[int],
+                   pending: list[int] | None) -> list[int] | None:
+    """:func:`_pieces_into` for ``s[lo:hi]`` cut into fine pieces (``lo`` starts one)."""
+    if hi <= lo:
+        return pending
+    cuts = [lo] + [i for i in range(lo + 1, hi) if _starts_piece(s[i])] + [hi]
+    return _pieces_into(s, itertools.pairwise(cuts), skeleton, out, starts, ends, pending)
+
+
+def _ascii_into(s: str, lo: int, hi: int, out: list[str], starts: list[int], ends: list[int],
+                pending: list[int] | None) -> list[int] | None:
+    """:func:`_assemble` of the ASCII characters ``s[lo:hi]`` (each a piece of its own), run by run."""
+    pos = lo
+    for m in _NON_SPACE.finditer(s, lo, hi):
+        x, y = m.span()
+        if x > pos:
+            if pending is None:
+                pending = [pos, x]
+            else:
+                pending[1] = x
+        if pending is not None:
+            if out:
+                out.append(" ")
+                starts.append(pending[0])
+                ends.append(pending[1])
+            pending = None
+        out.append(s[x:y].lower())
+        starts.extend(range(x, y))
+        ends.extend(range(x + 1, y + 1))
+        pos = y
+    if pos < hi:
+        if pending is None:
+            pending = [pos, hi]
+        else:
+            pending[1] = hi
+    return pending
+
+
 def _offset_map(original: str, target: str, skeleton: bool) -> tuple[list[int], list[int]]:
     """Per character of ``target``: the original span it came from. Fine pieces first, coarser if they disagree."""
     if original.isascii():
         built, starts, ends = _offset_map_ascii(original)
         if built == target:
             return starts, ends
-    for cut in (_pieces_fine, _pieces_ascii):
-        built, starts, ends = _assemble(original, cut(original), skeleton)
-        if built == target:
-            return starts, ends
+    built, starts, ends = _assemble_fine(original, skeleton)
+    if built == target:
+        return starts, ends
+    built, starts, ends = _assemble(original, _pieces_ascii(original), skeleton)
+    if built == target:
+        return starts, ends
     n = len(target)  # normalisation did not split: every character comes from the whole original
     return [0] * n, [len(original)] * n

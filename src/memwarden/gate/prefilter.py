@@ -248,6 +248,209 @@ class _Index:
     keys: frozenset[str]
     always: tuple[int, ...]
     checks: tuple[_Checks, ...]
+    anchors: tuple[tuple[tuple[frozenset[str], frozenset[str]], ...], ...]  # per pattern, each requirement as
+    # (words, strings): one of the words (a token of the text) or strings is inside every match
+    widths: tuple[Width | None, ...]  # per pattern: how far a match (with its look-arounds) reaches, or None
+
+
+# How many characters a match can reach at most, as (a, b, c): a + b × the longest ``\\w`` run + c × the longest
+# run of non-space characters of the searched text. None: no bound (``.*``, a repeated group, a back-reference).
+Width = tuple[int, int, int]
+_UNBOUNDED = sre_c.MAXREPEAT
+
+
+def _class_has_space(item: tuple[Any, Any]) -> bool | None:
+    """Whether a one-character item can match a space (None: it is not a one-character item)."""
+    op, _ = item
+    if op in (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.IN, sre_c.ANY, sre_c.CATEGORY):
+        return sre_compiler.compile(sre_parse.SubPattern(sre_parse.State(), [item])).match(" ") is not None
+    return None
+
+
+def _only_space(item: tuple[Any, Any]) -> bool:
+    op, av = item
+    return (op is sre_c.IN and all(o is sre_c.CATEGORY and a is sre_c.CATEGORY_SPACE for o, a in av)) \
+        or (op is sre_c.LITERAL and av == 32)
+
+
+_WORD_RANGES = ((48, 57), (65, 90), (97, 122))
+
+
+def _word_class(item: tuple[Any, Any]) -> bool:
+    """Whether a one-character item matches only ``\\w`` characters (``\\w``, ``\\d``, ``[a-z0-9_]``)."""
+    op, av = item
+    if op is not sre_c.IN:
+        return op is sre_c.LITERAL and _is_word(chr(av))
+    for o, a in av:
+        if o is sre_c.CATEGORY and a in (sre_c.CATEGORY_WORD, sre_c.CATEGORY_DIGIT):
+            continue
+        if o is sre_c.LITERAL and _is_word(chr(a)):
+            continue
+        if o is sre_c.RANGE and any(lo <= a[0] and a[1] <= hi for lo, hi in _WORD_RANGES):
+            continue
+        return False
+    return True
+
+
+def _add(x: Width, y: Width, times: int = 1) -> Width:
+    return x[0] + times * y[0], x[1] + times * y[1], x[2] + times * y[2]
+
+
+def _width(seq: Sequence[tuple[Any, Any]]) -> Width | None:
+    """:data:`Width` of a parsed sequence on a text whose only whitespace is single spaces: an unbounded repeat
+    of a class without the space stays inside one run of non-space characters (of ``\\w`` characters, for a
+    class of them), one of ``\\s`` matches one space at most; look-arounds count as if consumed (a window must
+    hold what they look at)."""
+    total: Width = (0, 0, 0)
+    for item in seq:
+        op, av = item
+        if op is sre_c.AT:
+            continue
+        if op in (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.IN, sre_c.ANY, sre_c.CATEGORY):
+            total = _add(total, (1, 0, 0))
+            continue
+        if op is sre_c.SUBPATTERN:
+            inner = [_width(av[3])]
+        elif op is sre_c.BRANCH:
+            inner = [_width(alt) for alt in av[1]]
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            inner = [_width(av[1])]
+        elif op is _ATOMIC:
+            inner = [_width(av)]
+        elif op in _REPEATS:
+            _lo, hi, body = av
+            w = _width(body)
+            if w is None:
+                return None
+            if hi != _UNBOUNDED:
+                total = _add(total, w, hi)
+                continue
+            one = list(body)
+            if len(one) != 1:
+                return None
+            if _only_space(one[0]):
+                total = _add(total, (1, 0, 0))
+            elif _word_class(one[0]):
+                total = _add(total, (0, 1, 0))
+            elif _class_has_space(one[0]) is False:
+                total = _add(total, (0, 0, 1))
+            else:
+                return None
+            continue
+        else:  # back-references, conditionals: no bound
+            return None
+        if any(w is None for w in inner):
+            return None
+        total = _add(total, (max(w[0] for w in inner), max(w[1] for w in inner),  # type: ignore[index]
+                             max(w[2] for w in inner)))  # type: ignore[index]
+    return total
+
+
+WINDOWED_MIN_CHARS = 1024  # below this a whole-text search is as cheap as finding where to search
+WINDOWED_MAX_SHARE = 0.5  # windows covering more than this share of the text: search the whole text
+MAX_WINDOWS = 64  # more occurrences of a pattern's rarest anchor than this: search the whole text
+
+
+class Layout:
+    """What a windowed search needs to know about one searched text, computed once and shared by every pattern
+    searched on it: whether its only whitespace is single spaces (normalised views are), the longest run of
+    non-space characters, and where each anchor word occurs (found on first use)."""
+
+    __slots__ = ("_found", "longest", "longest_word", "text")
+
+    def __init__(self, text: str, longest: int, longest_word: int) -> None:
+        self.text = text
+        self.longest = longest
+        self.longest_word = longest_word
+        self._found: dict[str, list[int] | None] = {}
+
+    @classmethod
+    def of(cls, text: str, words: Iterable[str]) -> Layout | None:
+        """A layout for ``text`` (``words``: a superset of its ``\\w+`` runs), or None when windows cannot help
+        (short text, or other whitespace than single spaces, which :func:`_width` does not bound)."""
+        if len(text) < WINDOWED_MIN_CHARS or _LOOSE_SPACE.search(text) is not None:
+            return None
+        return cls(text, max(map(len, text.split(" "))), max(map(len, words), default=0))
+
+    def reach(self, width: Width) -> int:
+        return width[0] + width[1] * self.longest_word + width[2] * self.longest
+
+    def rarest(self, needs: Sequence[tuple[frozenset[str], frozenset[str]]], tokens: set[str] | frozenset[str]
+               ) -> list[str] | None:
+        """Of the requirements of a pattern (every match holds one word or string of each), the one with the
+        fewest occurrences in the text: its words and strings, to put windows around. None when each occurs
+        more than ``MAX_WINDOWS`` times (a whole-text search is cheaper)."""
+        best: list[str] | None = None
+        fewest = MAX_WINDOWS + 1
+        for words, strings in needs:
+            found = [*words.intersection(tokens), *strings]
+            count = 0
+            for w in found:
+                at = self.positions(w)
+                count += MAX_WINDOWS + 1 if at is None else len(at)
+                if count > MAX_WINDOWS:
+                    break
+            if count < fewest:
+                best, fewest = found, count
+                if not count:
+                    break
+        return best
+
+    def positions(self, word: str) -> list[int] | None:
+        """Where ``word`` occurs (as a substring), or None past ``MAX_WINDOWS`` occurrences."""
+        if word in self._found:
+            return self._found[word]
+        found: list[int] | None = []
+        find, i = self.text.find, self.text.find(word)
+        while i >= 0:
+            if len(found) >= MAX_WINDOWS:  # type: ignore[arg-type]
+                found = None
+                break
+            found.append(i)  # type: ignore[union-attr]
+            i = find(word, i + 1)
+        self._found[word] = found
+        return found
+
+
+_LOOSE_SPACE = re.compile(r"\s\s|[^\S ]")
+
+
+def _windows(layout: Layout, anchors: Iterable[str], width: int) -> list[tuple[int, int]] | None:
+    """Merged (start, end) windows that hold every match containing one of ``anchors``: each occurrence widened
+    by ``width`` on both sides. None when they would cover too much of the text to be worth it."""
+    spans = sorted((max(0, i - width), i + len(w) + width) for w in anchors for i in layout.positions(w) or ())
+    budget = WINDOWED_MAX_SHARE * len(layout.text)
+    out: list[tuple[int, int]] = []
+    covered = 0
+    for a, b in spans:
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                covered += b - out[-1][1]
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+            covered += b - a
+        if covered > budget:
+            return None
+    return out
+
+
+def _search_windows(rx: re.Pattern[str], text: str, windows: list[tuple[int, int]]) -> re.Match[str] | None:
+    """``rx.search(text)`` by searching only ``windows`` (which hold every match, look-arounds included: a match
+    holds an anchor occurrence and reaches at most the pattern's width from it). A window's end cuts the text
+    short, which could only add a false match ending at the cut; none can, by the same width argument, but each
+    match found is still confirmed by matching again at its start on the whole text, as a backstop."""
+    for a, b in windows:
+        pos = a
+        while pos <= b:
+            m = rx.search(text, pos, b)
+            if m is None:
+                break
+            full = rx.match(text, m.start())
+            if full is not None:
+                return full
+            pos = m.start() + 1
+    return None
 
 
 def _index(patterns: Sequence[str]) -> _Index:
@@ -255,10 +458,14 @@ def _index(patterns: Sequence[str]) -> _Index:
     by_token: dict[str, list[int]] = {}
     always: list[int] = []
     checks: list[_Checks] = []
+    anchors: list[tuple[tuple[frozenset[str], frozenset[str]], ...]] = []
+    widths: list[Width | None] = []
     for j, p in enumerate(patterns):
         parsed = sre_parse.parse(p)
         reqs = _requirements(parsed)
         regexes.append(sre_compiler.compile(parsed))  # parsed once, for the analysis and the regex
+        widths.append(_width(parsed) if not parsed.state.flags & _FLAGS else None)
+        anchors.append(tuple((n.tokens, n.substrings) for n in reqs))
         cheap = sorted((n for n in reqs if n.cheap), key=lambda n: n.size)
         if cheap:
             for tok in cheap[0].tokens:
@@ -269,7 +476,7 @@ def _index(patterns: Sequence[str]) -> _Index:
         mixed = tuple((n.tokens, tuple(sorted(n.substrings, key=len, reverse=True))) for n in reqs if not n.cheap)
         checks.append((tuple(n.tokens for n in cheap), mixed))
     return _Index(tuple(regexes), {tok: tuple(js) for tok, js in by_token.items()}, frozenset(by_token),
-                  tuple(always), tuple(checks))
+                  tuple(always), tuple(checks), tuple(anchors), tuple(widths))
 
 
 class RuleMatcher:
@@ -290,7 +497,11 @@ class RuleMatcher:
         """The one alternation this matcher stands for (what :meth:`search` is checked against)."""
         return re.compile("|".join(f"(?:{p})" for p in self.patterns))
 
-    def search(self, text: str, tokens: set[str] | frozenset[str]) -> re.Match[str] | None:
+    def search(self, text: str, tokens: set[str] | frozenset[str],
+               layout: Layout | None = None) -> re.Match[str] | None:
+        """The match, as described above. ``layout`` (:meth:`Layout.of` of ``text``): on a long text, a pattern
+        with an anchor word and a bounded width is searched only in windows around the anchor's occurrences,
+        with the same result."""
         ix = self._index
         if ix is None:
             ix = self._index = _index(self.patterns)  # one assignment: concurrent first uses build the same
@@ -307,7 +518,13 @@ class RuleMatcher:
                 continue
             if mixed and not all(not toks.isdisjoint(tokens) or any(map(contains, subs)) for toks, subs in mixed):
                 continue
-            m = ix.regexes[j].search(text)
+            width = ix.widths[j]
+            windows = None
+            if layout is not None and width is not None and ix.anchors[j]:
+                anchors = layout.rarest(ix.anchors[j], tokens)
+                if anchors is not None:
+                    windows = _windows(layout, anchors, layout.reach(width))
+            m = ix.regexes[j].search(text) if windows is None else _search_windows(ix.regexes[j], text, windows)
             if m is not None and (best is None or m.start() < best.start()):  # ties: the earlier pattern wins
                 best = m
                 if not m.start():
