@@ -486,7 +486,8 @@ def save(
     due: Annotated[
         str | None,
         typer.Option(
-            show_default=False, help="Reminders only: due time, ISO-8601 such as 2026-12-01T09:00Z."
+            show_default=False,
+            help="Reminders only: due time, ISO-8601 such as 2026-12-01T09:00Z (at most 1.5 days ago).",
         ),
     ] = None,
     confidence: Annotated[float, typer.Option(min=0.0, max=1.0, help="How sure you are, 0 to 1.")] = 1.0,

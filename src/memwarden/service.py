@@ -53,10 +53,12 @@ from memwarden.store.sqlite import (
     SqliteBackend,
     Tx,
     decode_row,
+    decode_row_why,
     open_backend,
     row_to_record,
     scope_clause,
 )
+from memwarden.timevalues import HOUR_MS, check_due
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -335,8 +337,11 @@ class MemoryService:
         if update_id is not None and (isinstance(expected_version, bool)
                                       or not isinstance(expected_version, int)):
             raise InvalidInput("an update needs expected_version: the version you last read (I2)")
-        if due_at is not None and (isinstance(due_at, bool) or not isinstance(due_at, int)):
-            raise InvalidInput("due_at must be a unix time in milliseconds")
+        # P1/P3: a time value is checked here, at the one boundary every interface crosses (kind, range); an
+        # import keeps an overdue reminder it is given, every other write refuses one no block would show.
+        if due_at is not None:
+            check_due(kind, due_at, now_ms(), past_window_ms=int(self.policy.reminder_window_back_hours * HOUR_MS),
+                      allow_past=ctx.source_type == SourceType.IMPORT)
         if kind == Kind.REMINDER and due_at is None and update_id is None:
             raise InvalidInput("a reminder needs a due date (due_at)")
         if (approval is not None or replaces is not None) and not _is_operator(ctx):
@@ -776,9 +781,12 @@ class MemoryService:
         recs: list[Record] = []
         bad: list[tuple[str, str]] = []
         for row in rows:
-            rec = decode_row(row)
-            if rec is None or not self.signer.verify_record(rec):
-                bad.append((str(row[0]), "signature mismatch or malformed row: edited outside memwarden"))
+            rec, problem = decode_row_why(row)
+            if rec is None:
+                bad.append((str(row[0]), f"malformed row ({problem}): edited outside memwarden, or written "
+                                         "before this value was validated"))
+            elif not self.signer.verify_record(rec):
+                bad.append((str(row[0]), "signature mismatch: edited outside memwarden"))
             else:
                 recs.append(rec)
         if not recs:
