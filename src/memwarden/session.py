@@ -290,6 +290,8 @@ class Session:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+            except ValueError as exc:  # an integer of more than 4,300 digits (Python's int parsing limit)
+                return {"error": "invalid_arguments", "message": f"arguments are not usable JSON: {exc}"[:300]}
         try:
             self._live()
         except MemwardenError as exc:

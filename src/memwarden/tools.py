@@ -69,7 +69,7 @@ class ClearArgs(_Args):
 class SearchArgs(_Args):
     """Search your memories (live: includes what you saved this session)."""
 
-    query: Annotated[str, Field(description="Words to look for.")]
+    query: Annotated[str, Field(description="Words to look for (read up to 2,000 characters).")]
     k: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 5
     kind: Annotated[KindName | None, Field(description="Only this kind.")] = None
 
