@@ -56,6 +56,7 @@ from memwarden.store.sqlite import (
     decode_row,
     decode_row_why,
     open_backend,
+    resolve_url,
     row_to_record,
     scope_clause,
 )
@@ -1107,9 +1108,10 @@ def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | 
     ``durability`` (or ``$MEMWARDEN_DURABILITY``): ``"full"`` (default) fsyncs every commit, so an acknowledged
     write survives power loss; ``"normal"`` survives a killed process but may lose the last writes to an OS crash
     or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md)."""
+    existed = resolve_url(url).exists()  # an existing store was signed with a key: never mint a new one for it
     backend = open_backend(url, durability)
     try:
-        return MemoryService(backend, load_key(key), policy, gate)
+        return MemoryService(backend, load_key(key, create=not existed), policy, gate)
     except BaseException:
         backend.close()
         raise

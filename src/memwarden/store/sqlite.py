@@ -525,4 +525,10 @@ class Tx:
 
 
 def open_backend(url: str | os.PathLike[str] | None, durability: str | None = None) -> SqliteBackend:
-    return SqliteBackend(resolve_url(url), resolve_durability(durability))
+    """Open (or create) the store at ``url``. Only the default data directory is created; a named path's
+    directory must exist, so a mistyped ``--db`` is an error, not a new tree of directories."""
+    path = resolve_url(url)
+    if not path.parent.is_dir() and path != default_db_path():
+        raise UnsupportedURL(f"directory {path.parent} does not exist: check the database path, or create the "
+                             "directory first")
+    return SqliteBackend(path, resolve_durability(durability))
