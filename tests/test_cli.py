@@ -210,9 +210,12 @@ def test_real_entry_point_prints_no_traceback(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 1
-    assert (
-        proc.stderr.strip() == "error: no memory 01NOSUCHID" and "Traceback" not in proc.stdout + proc.stderr
-    )
+    # issue 12 item 16: a store created on first use is announced, so a mistyped --db does not pass unnoticed
+    assert proc.stderr.strip().splitlines() == [
+        f"note: created a new, empty store at {tmp_path / 'e.db'}",
+        "error: no memory 01NOSUCHID",
+    ]
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_internal_errors_are_one_line(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,7 +123,11 @@ def test_g1_g6_save_rejects_bad_records(store: MemoryService, scope: memwarden.S
     assert _count_rows(store) == 0
     ev = _last_rejected(store)
     shown = content if isinstance(content, str) else repr(content)
-    assert ev["details"]["candidate"] == shown
+    # issue 12 item 14: a rejection keeps at most Policy.max_rejected_kept characters, plus the whole one's hash
+    keep = store.policy.max_rejected_kept
+    assert ev["details"]["candidate"] == shown[:keep] and ev["details"]["truncated"] == (len(shown) > keep)
+    if len(shown) > keep:
+        assert ev["details"]["candidate_chars"] == len(shown)
     assert rule in ev["details"]["rules"]
     assert ev["session_id"] == s.id and ev["tenant"] == scope.tenant and ev["user"] == scope.user
     assert audit.verify(store.backend, store.signer) == []

@@ -280,7 +280,9 @@ def test_p4_reminders_in_window_get_own_block(store: MemoryService, scope: memwa
             s.save("Reminder due in under 3 days", kind="reminder", due=now + timedelta(days=2.9)).id,
         }
         s.save("Reminder due in 5 days", kind="reminder", due=now + timedelta(days=5))
-        s.save("Reminder due 3 days ago", kind="reminder", due=(now - timedelta(days=3)).isoformat())
+        # A new reminder due more than 1.5 days ago is refused (issue 12 item 3); an imported one is kept as is.
+        s.save("Reminder due 3 days ago", kind="reminder", due=(now - timedelta(days=3)).isoformat(),
+               source="import")
         in_4_days_ms = int((now + timedelta(days=4)).timestamp() * 1000)
         s.save("Reminder due in 4 days", kind="reminder", due=in_4_days_ms)
         s.save("A plain fact", kind="fact")

@@ -88,6 +88,29 @@ def verify(backend: SqliteBackend, signer: Signer) -> list[ChainProblem]:
     return problems
 
 
+# The events memwarden writes (A1). ``event_names`` adds any other name found in the log, so an event added later
+# is never refused as unknown once it occurs.
+KNOWN_EVENTS = frozenset({
+    "added", "updated", "held", "promoted", "merged", "evicted", "expired", "removed", "rejected", "injected",
+    "read", "exported", "session_started", "session_ended", "integrity_failure", "promotion_refused",
+    "delete_refused", "review_refused", "extraction_skipped", "embedder_failed", "rate_limited", "token_created",
+    "token_revoked"})
+
+
+def event_names(backend: SqliteBackend) -> list[str]:
+    """Every event name memwarden writes or the log holds, sorted (to tell a mistyped ``--event`` from a quiet
+    one)."""
+    with backend.read() as conn:
+        seen = {str(r[0]) for r in conn.execute("SELECT DISTINCT event FROM audit").fetchall()}
+    return sorted(KNOWN_EVENTS | seen)
+
+
+def names_memory(backend: SqliteBackend, memory_id: str) -> bool:
+    """Whether any audit event names ``memory_id`` (a record that ever existed, or an attempt on one)."""
+    with backend.read() as conn:
+        return conn.execute("SELECT 1 FROM audit WHERE memory_id = ? LIMIT 1", (memory_id,)).fetchone() is not None
+
+
 def log_rows(backend: SqliteBackend, *, limit: int = 50, event: str | None = None, memory_id: str | None = None,
              tenant: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
     where, params = [], []

@@ -214,8 +214,13 @@ class State:
         """Open the store on first use (commands such as ``scan`` and ``demo`` never open it)."""
         if self._service is None:
             import memwarden
+            from memwarden.store.sqlite import resolve_url
 
+            path = resolve_url(self.url)
+            existed = path.exists()
             self._service = memwarden.open(self.url)
+            if not existed:  # a mistyped --db must not pass unnoticed
+                typer.echo(f"note: created a new, empty store at {printable(str(path))}", err=True)
             if self.verbose:
                 self._service.events.subscribe(print_event)
         return self._service
@@ -486,7 +491,8 @@ def save(
     due: Annotated[
         str | None,
         typer.Option(
-            show_default=False, help="Reminders only: due time, ISO-8601 such as 2026-12-01T09:00Z."
+            show_default=False,
+            help="Reminders only: due time, ISO-8601 such as 2026-12-01T09:00Z (at most 1.5 days ago).",
         ),
     ] = None,
     confidence: Annotated[float, typer.Option(min=0.0, max=1.0, help="How sure you are, 0 to 1.")] = 1.0,
@@ -523,6 +529,14 @@ def save(
 def _report_write(result: WriteResult, scope: Scope, as_json: bool) -> None:
     if as_json:
         _echo_json(result.to_dict())
+    elif result.status == "accepted" and result.message.startswith("near-duplicate"):
+        _console().print(
+            Text.assemble(
+                ("✓ already saved: nothing new stored; ", "yellow"),
+                (str(result.id), "cyan"),
+                " is a near-duplicate of it",
+            )
+        )
     elif result.status == "accepted":
         _console().print(
             Text.assemble(
@@ -531,6 +545,14 @@ def _report_write(result: WriteResult, scope: Scope, as_json: bool) -> None:
                 f" (version {result.version}) in {printable(str(scope))}",
             )
         )
+        if result.verdict.content is not None and result.record is not None:
+            _console().print(
+                Text(
+                    f"  the write gate removed session-scoped references ({', '.join(result.verdict.rules)}); "
+                    f"stored: {preview(result.record.content, 100)}",
+                    style="yellow",
+                )
+            )
     elif result.status == "review":
         _console().print(
             Text.assemble(
@@ -876,6 +898,8 @@ def audit_log(
     rows = audit.log_rows(
         service.backend, limit=limit, event=event, memory_id=memory, tenant=tenant, user=user
     )
+    if not rows and event is not None and event not in (known := audit.event_names(service.backend)):
+        raise CliError(f"unknown event {event!r}: events are {', '.join(known)}")
     if as_json:
         _echo_json([{**r, "ts": iso(r["ts"])} for r in rows])
         return
@@ -964,6 +988,8 @@ def audit_reads(
     """Blast radius: every session a memory reached, through a prompt block or a tool result."""
     service = _state(ctx).service()
     rows = list(audit.reads_of(service.backend, memory_id))
+    if not rows and not audit.names_memory(service.backend, memory_id):
+        raise CliError(f"no memory {memory_id}: no record or audit event has that id")
     if as_json:
         _echo_json([{**r, "ts": iso(r["ts"])} for r in rows])
         return

@@ -41,7 +41,8 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
     @app.command()
     def consolidate(ctx: typer.Context, tenant: cli.TenantOpt = None, user: cli.UserOpt = None,
                     agent: cli.AgentOpt = None,
-                    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+                    kind: Annotated[cli.Kind | None, typer.Option(show_default=False, help="Only this kind.")
+                                    ] = None,
                     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the groups.")] = False,
                     as_json: cli.JsonOpt = False) -> None:
         """Merge near-duplicate memories of one scope through the write gate (Q4); inputs must be unchanged."""
@@ -49,7 +50,7 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
 
         scope = cli.require_scope(tenant, user, agent)
         service = cli._state(ctx).service()
-        merges = run(service, cli.operator_context(scope), kind, dry_run=dry_run)
+        merges = run(service, cli.operator_context(scope), str(kind) if kind else None, dry_run=dry_run)
         if as_json:
             cli._echo_json([{"inputs": list(m.ids), "merged": m.merged_id, "status": m.status,
                              "message": m.message} for m in merges])

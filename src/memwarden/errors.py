@@ -100,6 +100,13 @@ class Forbidden(MemwardenError):
     code = "forbidden"
 
 
+class RateLimited(MemwardenError):
+    """A session reached a resource bound (e.g. too many writes rejected by the gate): refused for the rest of
+    the session, so an agent in a loop cannot grow the audit log or the store without limit."""
+
+    code = "rate_limited"
+
+
 class UnknownSession(MemwardenError):
     """T6: a read or write names a session this store never started, or one that has ended: refused."""
 

@@ -58,8 +58,9 @@ def _create_key_file(path: Path) -> bytes:
     return key
 
 
-def load_key(explicit: bytes | str | None = None) -> bytes:
-    """Return the raw HMAC key (creating the default key file on first use)."""
+def load_key(explicit: bytes | str | None = None, *, create: bool = True) -> bytes:
+    """Return the raw HMAC key (creating the key file on first use; with ``create`` False — the database
+    already exists, so it was signed with some key — a missing key file is an error, never a new key)."""
     if explicit is not None:
         raw = explicit.encode() if isinstance(explicit, str) else explicit
         if len(raw) < MIN_ENV_KEY_CHARS:
@@ -73,6 +74,9 @@ def load_key(explicit: bytes | str | None = None) -> bytes:
     path = default_key_path()
     if path.exists():
         return _read_key_file(path)
+    if not create:
+        raise KeyError_(f"no key file at {path}, but the database already exists and was signed with a key: set "
+                        "$MEMWARDEN_KEY_FILE (or $MEMWARDEN_KEY) to the key it was created with")
     return _create_key_file(path)
 
 

@@ -33,6 +33,12 @@ MAX_RETENTION_DAYS = 365
 class Policy:
     max_record_bytes: int = 10 * 1024  # R3
     max_metadata_bytes: int = 2 * 1024
+    max_query_chars: int = 2_000  # search reads a query up to this many characters (its cost grows with length)
+    max_list: int = 100_000  # view/list: at most this many records in one listing (the agent tool: 100)
+    # A session whose writes the gate rejected this many times may not write again (operators are exempt);
+    # each rejection keeps at most ``max_rejected_kept`` characters of the candidate in the audit log.
+    max_rejections_per_session: int = 20
+    max_rejected_kept: int = 1_000
     min_confidence: float = 0.7  # G5: model-extracted candidates below this are dropped
     limits: dict[str, KindLimits] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     block_entries: int = 10  # P3

@@ -1,13 +1,15 @@
-"""Typed memory records (R1) with immutable provenance (R2)."""
+"""Typed memory records (R1) with immutable provenance (R2). ``iso`` (re-exported from
+:mod:`memwarden.timevalues`) renders their times and never raises."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from memwarden.timevalues import iso
 
 
 class Kind(StrEnum):
@@ -58,12 +60,6 @@ def content_hash(content: str) -> str:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from memwarden.errors import (
     KeyError_,
     MemwardenError,
     NotFound,
+    RateLimited,
     UnknownSession,
     VersionConflict,
 )
@@ -53,10 +54,13 @@ from memwarden.store.sqlite import (
     SqliteBackend,
     Tx,
     decode_row,
+    decode_row_why,
     open_backend,
+    resolve_url,
     row_to_record,
     scope_clause,
 )
+from memwarden.timevalues import HOUR_MS, check_due
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -64,7 +68,7 @@ if TYPE_CHECKING:
 DAY_MS = 86_400_000
 T = TypeVar("T")
 UNSET: Any = object()  # "not given": a save defaults it, an update keeps the current value
-MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the audit log
+MAX_REJECTED_HITS = 20  # rule hits of a rejected candidate kept in the audit log (the rule ids are all kept)
 MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
@@ -158,6 +162,7 @@ class MemoryService:
 
         self.providers = ProviderRegistry()
         self._sessions: set[str] = set()  # sessions started here and not ended (T6: others are refused)
+        self._rejections: dict[str, int] = {}  # session id -> writes the gate rejected (resource bound)
         from memwarden.retrieval import Retrieval
 
         self.retrieval = Retrieval(self, key)  # hybrid search, embedder, derived indexes (issue 5)
@@ -335,8 +340,11 @@ class MemoryService:
         if update_id is not None and (isinstance(expected_version, bool)
                                       or not isinstance(expected_version, int)):
             raise InvalidInput("an update needs expected_version: the version you last read (I2)")
-        if due_at is not None and (isinstance(due_at, bool) or not isinstance(due_at, int)):
-            raise InvalidInput("due_at must be a unix time in milliseconds")
+        # P1/P3: a time value is checked here, at the one boundary every interface crosses (kind, range); an
+        # import keeps an overdue reminder it is given, every other write refuses one no block would show.
+        if due_at is not None:
+            check_due(kind, due_at, now_ms(), past_window_ms=int(self.policy.reminder_window_back_hours * HOUR_MS),
+                      allow_past=ctx.source_type == SourceType.IMPORT)
         if kind == Kind.REMINDER and due_at is None and update_id is None:
             raise InvalidInput("a reminder needs a due date (due_at)")
         if (approval is not None or replaces is not None) and not _is_operator(ctx):
@@ -359,12 +367,17 @@ class MemoryService:
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
             # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite.py).
+            limited = not ctx.actor.startswith(("operator:", "system:"))
+            if limited:
+                self._check_rejections(ctx)
             verdict = self.gate.check(candidate)
             if verdict.verdict == REJECT:
                 if approval is not None:
                     raise InvalidInput(f"not promoted: the write gate rejects this content ({verdict.reason()});"
                                        " reject it instead")
                 events.append(self._reject(tx, ctx, content, verdict, update_id))
+                if limited:
+                    self._count_rejection(tx, ctx, events)
                 return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
             if update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
                 dup = self._near_duplicate(tx, ctx, candidate, verdict, sens, events)  # Q3 (text only)
@@ -379,6 +392,22 @@ class MemoryService:
                                "promoted" if approval else "saved", record)
 
         return work
+
+    def _check_rejections(self, ctx: Context) -> None:
+        """Resource bound: a session whose writes the gate rejected ``max_rejections_per_session`` times may not
+        write again; the refusal itself is not logged again (``rate_limited`` was, once)."""
+        limit = self.policy.max_rejections_per_session
+        if self._rejections.get(ctx.session_id, 0) >= limit:
+            raise RateLimited(f"this session had {limit} writes rejected by the write gate and may not write more "
+                              "memories; start a new session (an operator can see the attempts in `memwarden "
+                              "audit log --event rejected`)")
+
+    def _count_rejection(self, tx: Tx, ctx: Context, events: list[Event]) -> None:
+        n = self._rejections.get(ctx.session_id, 0) + 1
+        self._rejections[ctx.session_id] = n
+        if n == self.policy.max_rejections_per_session:
+            events.append(self._audit(tx, ctx, "rate_limited", None, {
+                "why": "writes rejected by the gate", "rejections": n}))
 
     def _near_duplicate(self, tx: Tx, ctx: Context, candidate: Candidate, verdict: Verdict, sens: int,
                         events: list[Event]) -> WriteResult | None:
@@ -546,12 +575,22 @@ class MemoryService:
                     self._integrity_events(ctx, [(mid, why)])
 
     def _reject(self, tx: Tx, ctx: Context, content: Any, verdict: Verdict, memory_id: str | None) -> Event:
-        """G6: a rejected candidate is a security event, logged in full — except its secrets, which are masked."""
-        shown = verdict.redacted or (content if isinstance(content, str) else repr(content))
-        return self._audit(tx, ctx, "rejected", memory_id, {
+        """G6: a rejected candidate is a security event with its secrets masked. What one rejection keeps is
+        bounded: the first ``Policy.max_rejected_kept`` characters, the length and sha256 of the whole
+        candidate (to recognise it elsewhere), every rule id and the first ``MAX_REJECTED_HITS`` hits."""
+        shown = verdict.redacted or (content if isinstance(content, str) else repr(content)[:100_000])
+        keep = self.policy.max_rejected_kept
+        hits = verdict.hits
+        details: dict[str, Any] = {
             "rules": verdict.rules, "kind": verdict.kind, "source_type": ctx.source_type,
-            "candidate": shown[:MAX_REJECTED_KEPT], "truncated": len(shown) > MAX_REJECTED_KEPT,
-            "hits": [h.to_dict() for h in verdict.hits], "rules_version": verdict.rules_version})
+            "candidate": shown[:keep], "truncated": len(shown) > keep,
+            "hits": [h.to_dict() for h in hits[:MAX_REJECTED_HITS]], "rules_version": verdict.rules_version}
+        if len(shown) > keep:
+            details["candidate_chars"] = len(shown)
+            details["candidate_sha256"] = content_hash(shown)
+        if len(hits) > MAX_REJECTED_HITS:
+            details["hits_total"] = len(hits)
+        return self._audit(tx, ctx, "rejected", memory_id, details)
 
     def _audit(self, tx: Tx, ctx: Context, event: str, memory_id: str | None, details: dict[str, Any]) -> Event:
         s = ctx.scope
@@ -776,9 +815,12 @@ class MemoryService:
         recs: list[Record] = []
         bad: list[tuple[str, str]] = []
         for row in rows:
-            rec = decode_row(row)
-            if rec is None or not self.signer.verify_record(rec):
-                bad.append((str(row[0]), "signature mismatch or malformed row: edited outside memwarden"))
+            rec, problem = decode_row_why(row)
+            if rec is None:
+                bad.append((str(row[0]), f"malformed row ({problem}): edited outside memwarden, or written "
+                                         "before this value was validated"))
+            elif not self.signer.verify_record(rec):
+                bad.append((str(row[0]), "signature mismatch: edited outside memwarden"))
             else:
                 recs.append(rec)
         if not recs:
@@ -842,6 +884,7 @@ class MemoryService:
     def end_session(self, ctx: Context, summary: dict[str, Any] | None = None) -> None:
         """Mark the session ended (later reads and writes naming it are refused, T6) and log its ledger."""
         self._sessions.discard(ctx.session_id)
+        self._rejections.pop(ctx.session_id, None)
 
         def work(tx: Tx) -> list[Event]:
             tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), ctx.session_id))
@@ -878,6 +921,10 @@ class MemoryService:
         """The newest visible records of the scope. One index-ordered query per kind, merged: ordering the
         whole scope by time in one query would sort every row of a large scope."""
         self._require_session(ctx)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.policy.max_list:
+            raise InvalidInput(f"limit must be a whole number from 1 to {self.policy.max_list}")
+        if kind is not None and kind not in Kind.__members__.values():
+            raise InvalidInput(f"unknown kind {str(kind)[:40]!r}")
         where, params = self._visible(ctx)
         sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
                " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?")
@@ -937,6 +984,7 @@ class MemoryService:
         if not isinstance(query, str):
             raise InvalidInput("query must be text")
         self._require_session(ctx)
+        query = query[:self.policy.max_query_chars]  # bounded work: only its first 32 distinct words count anyway
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
             raise InvalidInput("k must be a whole number from 1 to 100")
         return self.retrieval.search(ctx, query, k, kind)
@@ -1060,9 +1108,10 @@ def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | 
     ``durability`` (or ``$MEMWARDEN_DURABILITY``): ``"full"`` (default) fsyncs every commit, so an acknowledged
     write survives power loss; ``"normal"`` survives a killed process but may lose the last writes to an OS crash
     or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md)."""
+    existed = resolve_url(url).exists()  # an existing store was signed with a key: never mint a new one for it
     backend = open_backend(url, durability)
     try:
-        return MemoryService(backend, load_key(key), policy, gate)
+        return MemoryService(backend, load_key(key, create=not existed), policy, gate)
     except BaseException:
         backend.close()
         raise

@@ -12,7 +12,6 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -25,6 +24,7 @@ from memwarden.records import Kind, Record, SourceType, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import UNSET, Context, WriteResult
 from memwarden.taint import Ledger, TaintDecision
+from memwarden.timevalues import parse_due
 from memwarden.turns import ROLES, TextPart, ToolCall, read_turns, split_text
 
 SAVE_SOURCES = (SourceType.USER, SourceType.MODEL, SourceType.TOOL, SourceType.IMPORT, SourceType.OPERATOR)
@@ -47,23 +47,6 @@ class RecordedTurn:
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
-
-
-def parse_due(due: Any) -> int | None:
-    """A due time as unix ms from a datetime, an ISO-8601 string or unix ms."""
-    if due is None:
-        return None
-    if isinstance(due, datetime):
-        dt = due if due.tzinfo else due.replace(tzinfo=UTC)
-        return int(dt.timestamp() * 1000)
-    if isinstance(due, int) and not isinstance(due, bool):
-        return due
-    if isinstance(due, str):
-        try:
-            return parse_due(datetime.fromisoformat(due.strip().replace("Z", "+00:00")))
-        except ValueError:
-            pass
-    raise InvalidInput(f"due must be an ISO-8601 time such as 2026-12-01T09:00Z; got {str(due)[:40]!r}")
 
 
 def _entry(r: Record) -> BlockEntry:
@@ -307,6 +290,8 @@ class Session:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+            except ValueError as exc:  # an integer of more than 4,300 digits (Python's int parsing limit)
+                return {"error": "invalid_arguments", "message": f"arguments are not usable JSON: {exc}"[:300]}
         try:
             self._live()
         except MemwardenError as exc:

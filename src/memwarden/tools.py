@@ -37,7 +37,8 @@ class SaveArgs(_Args):
     content: Annotated[str, Field(description="The memory, one fact or preference, at most 10 KB.")]
     kind: Annotated[KindName, Field(description="What sort of memory this is.")] = "fact"
     ttl_days: Annotated[int | None, Field(ge=1, le=365, description="Keep it this many days (default 30).")] = None
-    due: Annotated[str | None, Field(description="Reminders only: due time, ISO-8601 (e.g. 2026-12-01T09:00Z).")
+    due: Annotated[str | None, Field(max_length=64, description="Reminders only (refused on other kinds): due "
+                                     "time, ISO-8601 (e.g. 2026-12-01T09:00Z), not more than 1.5 days ago.")
                    ] = None
     sensitivity: Annotated[SensitivityName | None, Field(description="How sensitive it is.")] = None
     confidence: Annotated[float, Field(ge=0, le=1, description="How sure you are, 0 to 1.")] = 1.0
@@ -68,7 +69,7 @@ class ClearArgs(_Args):
 class SearchArgs(_Args):
     """Search your memories (live: includes what you saved this session)."""
 
-    query: Annotated[str, Field(description="Words to look for.")]
+    query: Annotated[str, Field(description="Words to look for (read up to 2,000 characters).")]
     k: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 5
     kind: Annotated[KindName | None, Field(description="Only this kind.")] = None
 

@@ -61,7 +61,7 @@ def check_kind(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
 
 def check_confidence(c: Candidate, policy: Policy) -> Iterator[RuleHit]:
     v = c.confidence
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= float(v) <= 1.0):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 1):  # no float(): 10**400
         yield RuleHit("record.invalid_confidence", REJECT, "confidence must be a number from 0 to 1")
 
 
@@ -70,8 +70,10 @@ def _metadata_ok(value: Any, depth: int = 0) -> bool:
         return False
     if isinstance(value, str):
         return _encodes(value)
-    if value is None or isinstance(value, (bool, int)):
+    if value is None or isinstance(value, bool):
         return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63  # what SQLite's JSON functions and other JSON readers can hold
     if isinstance(value, float):
         return value == value and value not in (float("inf"), float("-inf"))
     if isinstance(value, list):

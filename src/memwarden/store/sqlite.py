@@ -25,6 +25,7 @@ from memwarden.records import Provenance, Record
 from memwarden.retrieval.index import Indexer
 from memwarden.scope import Scope
 from memwarden.store.schema import DDL, SCHEMA_VERSION
+from memwarden.timevalues import in_range
 
 COLUMNS = (
     "id", "version", "tenant", "user_id", "agent", "kind", "content", "content_hash", "size_bytes", "metadata",
@@ -77,13 +78,28 @@ def scope_clause(scope: Scope, read_shared: bool, alias: str = "m") -> tuple[str
 
 def decode_row(row: Sequence[object]) -> Record | None:
     """``row_to_record`` for rows that may have been edited around the API: malformed → ``None`` (refused)."""
+    return decode_row_why(row)[0]
+
+
+_TIME_FIELDS = ("created_at", "updated_at", "expires_at", "due_at")
+
+
+def decode_row_why(row: Sequence[object]) -> tuple[Record | None, str]:
+    """``decode_row`` and, for a malformed row, what is wrong with it (``""`` when it decoded). A time outside
+    the range memwarden writes (``timevalues.MIN_MS`` .. ``MAX_MS``) makes the row malformed: it is refused and
+    reported, so one bad value never breaks a session, a listing or an export."""
     try:
         rec = row_to_record(row)
-    except (ValueError, TypeError, AttributeError):  # json.JSONDecodeError is a ValueError
-        return None
-    ok = (isinstance(rec.metadata, dict) and all(isinstance(x, str) for x in rec.derived_from)
-          and all(isinstance(x, str) for x in rec.provenance.sources) and 0 <= rec.sensitivity <= 3)
-    return rec if ok else None
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # JSONDecodeError is a ValueError
+        return None, f"a column does not decode ({type(exc).__name__})"
+    if not (isinstance(rec.metadata, dict) and all(isinstance(x, str) for x in rec.derived_from)
+            and all(isinstance(x, str) for x in rec.provenance.sources) and 0 <= rec.sensitivity <= 3):
+        return None, "metadata, derived_from, sources or sensitivity has the wrong shape"
+    for name in _TIME_FIELDS:
+        value = getattr(rec, name)
+        if not (value is None and name == "due_at") and not in_range(value):
+            return None, f"{name} {str(value)[:40]} is outside 1970-01-01 .. 9999-12-30"
+    return rec, ""
 
 
 def row_to_record(row: Sequence[object]) -> Record:
@@ -509,4 +525,10 @@ class Tx:
 
 
 def open_backend(url: str | os.PathLike[str] | None, durability: str | None = None) -> SqliteBackend:
-    return SqliteBackend(resolve_url(url), resolve_durability(durability))
+    """Open (or create) the store at ``url``. Only the default data directory is created; a named path's
+    directory must exist, so a mistyped ``--db`` is an error, not a new tree of directories."""
+    path = resolve_url(url)
+    if not path.parent.is_dir() and path != default_db_path():
+        raise UnsupportedURL(f"directory {path.parent} does not exist: check the database path, or create the "
+                             "directory first")
+    return SqliteBackend(path, resolve_durability(durability))
