@@ -3,7 +3,8 @@
 Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
 records or missing links, usage counters and sizes that disagree with the rows); every record's signature and its
 agreement with the audit history (no rollback to an old signed version, no deleted row put back); the audit
-hash chain and its head anchor.
+hash chain and its head anchor; settings that fail verification, and an embedder setting naming an endpoint the
+process configuration does not.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from memwarden.store.sqlite import SELECT_COLS
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # sqlite | zombie | signature | audit | usage
+    check: str  # sqlite | zombie | signature | audit | usage | settings
     subject: str  # memory id, table or audit seq
     problem: str
 
@@ -86,4 +87,15 @@ def run(service: MemoryService) -> list[Finding]:
         findings.append(Finding("signature", mid, why))
     for problem in audit.verify(service.backend, service.signer):
         findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
+    findings += _settings_tokens_files(service)
     return findings
+
+
+def _settings_tokens_files(service: MemoryService) -> list[Finding]:
+    """I4: settings that fail verification, and an embedder setting naming an endpoint this process does not."""
+    out: list[Finding] = []
+    with service.backend.read() as conn:
+        out += [Finding("settings", name, why) for name, why in service.settings.check(conn)]
+    if service.retrieval.refused_embedder:
+        out.append(Finding("settings", "embedder", service.retrieval.refused_embedder))
+    return out
