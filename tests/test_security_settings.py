@@ -1,6 +1,6 @@
-"""Issue 12, item 2: unsigned settings (I1, I4) — each attack performed as the red team did, by editing the
-database file with sqlite3 and no key — and the one-time upgrade of a store made before settings were signed.
-``doctor`` must find each tampering and exit 1."""
+"""Issue 12, items 2 and 10: unsigned settings (I1, I4) and token rows with their revocation (T3) — each attack
+performed as the red team did, by editing the database file with sqlite3 and no key — and the one-time upgrade of a
+store made before these rows were signed. ``doctor`` must find each tampering and exit 1."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memwarden
-from memwarden import audit, doctor
+from memwarden import audit, auth, doctor
 from memwarden.cli import app
 from memwarden.retrieval import EMBEDDER_SETTING, TOKENIZER_SETTING
 from memwarden.retrieval.tokenize import TOKENIZER_VERSION
@@ -91,8 +91,12 @@ def _doctor_cli(db: Path) -> tuple[int, str]:
 
 
 def _legacy(store: MemoryService, db: Path, meta: dict[str, str]) -> None:
-    """Turn ``db`` into a store as versions before issue 12 left it: no signed settings (``meta`` rows instead)."""
-    raw_sql(db, "DROP TABLE settings", *[("INSERT OR REPLACE INTO meta VALUES (?, ?)", kv) for kv in meta.items()])
+    """Turn ``db`` into a store as versions before issue 12 left it: no signed settings (``meta`` rows instead)
+    and token rows signed without ``revoked_at``."""
+    rows = store.backend.query("SELECT id, role, tenant, user_id, agent, name, token_hash, created_at FROM tokens")
+    old = [(store.signer.mac_fields(b"memwarden.token-row.v1", r), r[0]) for r in rows]
+    raw_sql(db, "DROP TABLE settings", *[("UPDATE tokens SET signature = ? WHERE id = ?", o) for o in old],
+            *[("INSERT OR REPLACE INTO meta VALUES (?, ?)", kv) for kv in meta.items()])
 
 
 def test_I4_settings_names_agree_with_the_retrieval_package() -> None:
@@ -177,7 +181,86 @@ def test_I4_tokenizer_mark_edited_in_file_is_ignored_and_the_index_rebuilt(db_pa
         assert doctor.run(store) == []  # the rebuilt index carries a signed mark again
 
 
+# --- item 10: revoked tokens come back (T3) -------------------------------------------------------------------------
+
+
+def test_T3_revoked_token_revived_by_clearing_revoked_at_is_refused(store: MemoryService, db_path: Path) -> None:
+    token, who = auth.create_token(store, "operator", "acme", name="alice")
+    auth.revoke_token(store, who.token_id)
+    raw_sql(db_path, ("UPDATE tokens SET revoked_at = NULL WHERE id = ?", (who.token_id,)))
+    with pytest.raises(auth.AuthError, match="fails verification"):
+        auth.authenticate(store, token)
+    assert any("fails verification" in p for p in _checks(store)["token"])
+    code, out = _doctor_cli(db_path)
+    assert code == 1 and f"memwarden token revoke {who.token_id}" in out
+
+
+def test_T3_revoked_token_row_put_back_with_its_old_signature_is_refused(store: MemoryService,
+                                                                         db_path: Path) -> None:
+    token, who = auth.create_token(store, "operator", "acme", name="alice")
+    before = store.backend.query("SELECT revoked_at, signature FROM tokens WHERE id = ?", (who.token_id,))[0]
+    auth.revoke_token(store, who.token_id)
+    raw_sql(db_path, ("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (*before, who.token_id)))
+    with pytest.raises(auth.AuthError, match="revoked"):
+        auth.authenticate(store, token)
+    assert any("put back as live" in p for p in _checks(store)["token"])
+    assert [t["revoked_at"] is not None for t in auth.list_tokens(store)] == [True]
+    auth.revoke_token(store, who.token_id)  # what doctor says to run: the row is signed as revoked again
+    assert "token" not in _checks(store)
+    with pytest.raises(auth.AuthError, match="revoked"):
+        auth.authenticate(store, token)
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("role", "operator"), ("tenant", "globex"), ("user_id", None), ("agent", "other"), ("name", "root"),
+    ("created_at", 1), ("revoked_at", 1)])
+def test_T3_every_token_field_is_signed(store: MemoryService, db_path: Path, column: str, value: object) -> None:
+    token, who = auth.create_token(store, "agent", "acme", user="u-42", agent="support")
+    raw_sql(db_path, (f"UPDATE tokens SET {column} = ? WHERE id = ?", (value, who.token_id)))
+    with pytest.raises(auth.AuthError, match="fails verification"):
+        auth.authenticate(store, token)
+    assert [t["verified"] for t in auth.list_tokens(store)] == [False]
+    assert "token" in _checks(store)
+
+
 # --- the upgrade of a store made before these rows were signed -------------------------------------------------------
+
+
+def test_I4_T3_store_of_an_earlier_version_is_signed_once_and_audited(db_path: Path, endpoint: Endpoint) -> None:
+    with memwarden.open(db_path) as store:
+        _use(store, "The deploy schedule moved to Thursdays")
+        live, lv = auth.create_token(store, "operator", "acme", name="live")
+        revoked, r = auth.create_token(store, "operator", "acme", name="revoked")
+        revived, v = auth.create_token(store, "operator", "acme", name="revived")
+        edited, e = auth.create_token(store, "agent", "acme", user="u-42", agent="support", name="edited")
+        auth.revoke_token(store, r.token_id)
+        auth.revoke_token(store, v.token_id)
+        store.retrieval.set_embedder(memwarden.retrieval.HashEmbedder())
+        store.retrieval.reindex(spec="hash")  # vectors, as the old store had them
+        _legacy(store, db_path, {"embedder": "hash", "fts_tokenizer": TOKENIZER_VERSION})
+    # before the upgrade, an attacker revives one revoked token (the old signature did not cover revoked_at)
+    # and promotes an agent token (which the old signature did cover)
+    raw_sql(db_path, ("UPDATE tokens SET revoked_at = NULL WHERE id = ?", (v.token_id,)),
+            ("UPDATE tokens SET role = 'operator', agent = NULL WHERE id = ?", (e.token_id,)))
+    with memwarden.open(db_path) as store:
+        assert store.retrieval.embedder.fingerprint == memwarden.retrieval.HashEmbedder().fingerprint
+        assert store.backend.query("SELECT key FROM meta WHERE key IN ('embedder', 'fts_tokenizer')") == []
+        migrated = audit.log_rows(store.backend, event="settings_migrated")
+        assert len(migrated) == 1 and migrated[0]["actor"] == "system:upgrade"
+        assert migrated[0]["details"] == {
+            "settings": {"embedder": "hash", "fts_tokenizer": TOKENIZER_VERSION},
+            "tokens_signed": [lv.token_id, r.token_id, v.token_id],
+            "tokens_refused": [e.token_id], "tokens_kept_revoked": [v.token_id]}
+        assert auth.authenticate(store, live).name == "live"
+        for tok, why in ((revoked, "revoked"), (revived, "revoked"), (edited, "fails verification")):
+            with pytest.raises(auth.AuthError, match=why):
+                auth.authenticate(store, tok)
+        assert set(_checks(store)) == {"token"}  # only the row edited before the upgrade
+        _use(store, "The deploy schedule is confidential")
+    with memwarden.open(db_path) as store:  # done once
+        assert len(audit.log_rows(store.backend, event="settings_migrated")) == 1
+        assert audit.verify(store.backend, store.signer) == []
+    assert endpoint.requests == []
 
 
 def test_I4_legacy_meta_row_naming_an_endpoint_is_signed_by_the_upgrade_but_sends_nothing(

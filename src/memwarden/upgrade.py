@@ -1,9 +1,12 @@
 """The one-time upgrade of a store made before signed settings (issue 12): done at open, with the right key
 (after the key check), once, in one transaction, and audited.
 
-Before, settings sat unsigned in ``meta`` (``embedder``, ``fts_tokenizer``). The upgrade signs the settings it
-finds into the ``settings`` table and removes them from ``meta``. It appends one ``settings_migrated`` audit event
-with what it signed, and marks the store (signed setting ``signed_settings``). A new store is only marked.
+Before, settings sat unsigned in ``meta`` (``embedder``, ``fts_tokenizer``) and token rows were signed without
+``revoked_at``. The upgrade signs the settings it finds into the ``settings`` table and removes them from ``meta``,
+re-signs every token row whose old signature verifies over all its fields (a token whose revocation the audit log
+records stays revoked, whatever its row says), and leaves rows whose old signature fails refused. It appends one
+``settings_migrated`` audit event with what it signed and refused, and marks the store (signed setting
+``signed_settings``). A new store is only marked.
 
 Once done, unsigned rows are never signed again: the audit event says it happened, so deleting the mark (to have
 a planted ``meta`` row signed at the next open) does not repeat it — the mark is restored and the row ignored.
@@ -16,9 +19,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from memwarden import audit
+from memwarden import audit, auth
 from memwarden.settings import LEGACY_META, MIGRATED
 from memwarden.store import settings as sql
+from memwarden.store import tokens
 
 if TYPE_CHECKING:
     from memwarden.events import Event
@@ -47,20 +51,23 @@ def run(service: MemoryService) -> dict[str, Any] | None:
             settings.put(tx, MIGRATED, DONE)
             return None
         legacy = sql.meta_rows(tx, LEGACY_META)
-        fresh = not legacy and sql.audit_is_empty(tx)
+        fresh = not legacy and sql.audit_is_empty(tx) and not tokens.all_rows(tx)
         for name, value in legacy.items():
             settings.put(tx, name, value)
         sql.delete_meta(tx, list(legacy))
+        signed = auth.upgrade_rows(tx, service)
         settings.put(tx, MIGRATED, DONE)
         if fresh:
             return None
         return audit.append(tx, service.signer, "settings_migrated", actor=ACTOR,
-                            details={"settings": legacy})
+                            details={"settings": legacy, **signed})
 
     event = service._transact(work)
     if event is None:
         return None
     service.events.publish([event])
     d = event.details
-    log.info("memwarden: signed %d setting(s) of a store made by an earlier version", len(d["settings"]))
+    log.info("memwarden: signed %d setting(s) and %d token row(s) of a store made by an earlier version; "
+             "%d token row(s) failed their old signature and stay refused", len(d["settings"]),
+             len(d["tokens_signed"]), len(d["tokens_refused"]))
     return d
