@@ -1,10 +1,12 @@
-"""Issue 12, items 2 and 10: unsigned settings (I1, I4) and token rows with their revocation (T3) — each attack
-performed as the red team did, by editing the database file with sqlite3 and no key — and the one-time upgrade of a
-store made before these rows were signed. ``doctor`` must find each tampering and exit 1."""
+"""Issue 12, items 2, 10 and 11: unsigned settings (I1, I4), token rows with their revocation (T3) and file modes
+(I6) — each attack performed as the red team did, by editing the database file with sqlite3 and no key — and the
+one-time upgrade of a store made before these rows were signed. ``doctor`` must find each tampering and exit 1."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -221,6 +223,38 @@ def test_T3_every_token_field_is_signed(store: MemoryService, db_path: Path, col
         auth.authenticate(store, token)
     assert [t["verified"] for t in auth.list_tokens(store)] == [False]
     assert "token" in _checks(store)
+
+
+# --- item 11: world-readable store (I6) -----------------------------------------------------------------------------
+
+
+def test_I6_new_store_directory_is_0700_and_its_files_0600(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual umask, which made the database 0644 in a 0755 directory
+    try:
+        db = tmp_path / "new-dir" / "mem.db"
+        with memwarden.open(db) as store:
+            _use(store, "User prefers tea")
+            modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (db.parent, *db.parent.iterdir())}
+            assert "files" not in _checks(store)
+    finally:
+        os.umask(old)
+    assert modes == {"new-dir": 0o700, "mem.db": 0o600, "mem.db-wal": 0o600, "mem.db-shm": 0o600}
+
+
+def test_I6_doctor_reports_a_world_readable_store(db_path: Path) -> None:
+    with memwarden.open(db_path) as store:
+        _use(store, "User prefers tea")
+    db_path.chmod(0o644)
+    db_path.parent.chmod(0o755)
+    try:
+        with memwarden.open(db_path) as store:
+            files = _checks(store)["files"]
+        assert any(f"chmod 600 {db_path}" in p for p in files) and any(f"chmod 700 {db_path.parent}" in p
+                                                                       for p in files)
+        code, out = _doctor_cli(db_path)
+        assert code == 1 and "group or others can read it" in out
+    finally:
+        db_path.parent.chmod(0o700)
 
 
 # --- the upgrade of a store made before these rows were signed -------------------------------------------------------
