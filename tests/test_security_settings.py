@@ -195,6 +195,11 @@ def test_T3_revoked_token_revived_by_clearing_revoked_at_is_refused(store: Memor
     assert any("fails verification" in p for p in _checks(store)["token"])
     code, out = _doctor_cli(db_path)
     assert code == 1 and f"memwarden token revoke {who.token_id}" in out
+    auth.revoke_token(store, "alice")  # what doctor says to run: signed as revoked, audited as a failed row
+    assert audit.log_rows(store.backend, event="token_revoked")[-1]["details"]["row_verified"] is False
+    assert "token" not in _checks(store)
+    with pytest.raises(auth.AuthError, match="revoked"):
+        auth.authenticate(store, token)
 
 
 def test_T3_revoked_token_row_put_back_with_its_old_signature_is_refused(store: MemoryService,

@@ -156,11 +156,14 @@ def list_tokens(service: MemoryService, tenant: str | None = None) -> list[dict[
 
 
 def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operator:cli") -> dict[str, Any]:
+    """Revoke a token: its row is signed as revoked and the revocation is an audit event. A row edited outside
+    memwarden (refused already) can be revoked too, which signs it as revoked: a revoked row grants nothing, and
+    the audit event says the row had failed verification (``row_verified``)."""
     listed = list_tokens(service)
-    with service.backend.read() as conn:  # live by its row: a revoked row put back as live is revoked again
-        row_live = {str(r[0]) for r in rows.all_rows(conn) if r[8] is None}
+    with service.backend.read() as conn:  # by its row: a revoked row put back as live, or edited, is revocable
+        revocable = {str(r[0]) for r in rows.all_rows(conn) if r[8] is None or not _verifies(service, r)}
     found = [t for t in listed if t["id"] == token_id or t["name"] == token_id]
-    live = [t for t in found if t["id"] in row_live]
+    live = [t for t in found if t["id"] in revocable]
     if not found:
         raise InvalidInput(f"no token {token_id!r}")
     if not live:
@@ -174,12 +177,11 @@ def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operato
         if row is None:  # deleted meanwhile
             raise InvalidInput(f"no token {token_id!r}")
         when = now_ms()
-        fields = (*row[:8], when)
-        # a row that already fails verification stays failing: revoking it must not bless what was edited
-        rows.set_revoked(tx, t["id"], when, _row_mac(service, fields) if _verifies(service, row) else None)
+        rows.set_revoked(tx, t["id"], when, _row_mac(service, (*row[:8], when)))
 
     service.transact_audited(work, actor, "token_revoked", scope=Scope(t["tenant"], t["user"] or "*", t["agent"]),
-                             details={"token_id": t["id"], "role": t["role"], "name": t["name"]})
+                             details={"token_id": t["id"], "role": t["role"], "name": t["name"],
+                                      "row_verified": t["verified"]})
     return {**t, "revoked": True}
 
 

@@ -44,13 +44,8 @@ def insert(tx: Tx, fields: Sequence[object], signature: str) -> None:
                (*fields, signature))
 
 
-def set_revoked(tx: Tx, token_id: str, revoked_at: int, signature: str | None) -> None:
-    """Mark a token revoked; ``signature`` replaces the row's (``None``: keep it — a row that already failed
-    verification is not blessed by revoking it)."""
-    if signature is None:
-        tx.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (revoked_at, token_id))
-    else:
-        tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
+def set_revoked(tx: Tx, token_id: str, revoked_at: int, signature: str) -> None:
+    tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
 
 
 def set_signature(tx: Tx, token_id: str, revoked_at: object, signature: str) -> None:
