@@ -305,6 +305,7 @@ def test_schema1_database_is_migrated_on_open(db_path: Path) -> None:
             "INSERT INTO memories_fts (rowid, content) SELECT rowid, content FROM memories",
             "DROP TABLE memory_dupkeys",  # schemas 1 and 2 had no near-duplicate key table
             "DELETE FROM meta WHERE key IN ('fts_tokenizer', 'schema_version')",
+            "DROP TABLE settings",  # signed settings came with issue 12
             "INSERT INTO meta VALUES ('schema_version', '1')")
     with memwarden.open(db_path) as store:
         assert [r.id for r in store.search(_ctx(SCOPE), "kestrelwing migrations")] == [mid]
@@ -336,10 +337,11 @@ def test_q2_tokenizer_upgrade_on_open_keeps_the_vectors(db_path: Path, monkeypat
     with memwarden.open(db_path) as store:
         mid = _write(store, SCOPE, "The osprey rollout is paused")
         before = store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors")
+        # an index written by an older tokenizer (its mark is a signed setting)
+        store.backend.run_write(lambda tx: store.settings.put(tx, "fts_tokenizer", "mw-terms-0"))
     assert len(before) == 1 and before[0][2] is not None
     marker = np.eye(1, HashEmbedder().dim, 3, dtype=np.float32)[0].tobytes()  # a unit vector the embedder would
-    raw_sql(db_path, ("UPDATE memory_vectors SET vec = ?", (marker,)),  # not produce; and an index written
-            "UPDATE meta SET value = 'mw-terms-0' WHERE key = 'fts_tokenizer'",  # by an older tokenizer
+    raw_sql(db_path, ("UPDATE memory_vectors SET vec = ?", (marker,)),  # not produce
             "DELETE FROM memories_fts")
     with memwarden.open(db_path) as store:
         assert store.backend.query("SELECT rowid, embedder, vec FROM memory_vectors") == [
@@ -356,7 +358,7 @@ def test_q2_reindex_embedder_choice_is_kept_for_later_opens(db_path: Path, monke
         store.retrieval.reindex(spec="hash")
     with memwarden.open(db_path) as store:
         assert store.retrieval.embedder.fingerprint == HashEmbedder().fingerprint
-        assert store.backend.query("SELECT value FROM meta WHERE key = 'embedder'") == [("hash",)]
+        assert store.backend.query("SELECT value FROM settings WHERE name = 'embedder'") == [("hash",)]
 
 
 def test_q1_default_configuration_stores_no_vectors_and_searches_lexically(db_path: Path,

@@ -6,6 +6,9 @@ of one store is not a token of another). Operators are bound to a tenant (and ma
 agents to one scope. Roles never mix: promotion, rejection and the review queue accept operator tokens only, and
 a refused attempt is a security event in the audit log. Whoever holds the signing key administers tokens
 (``memwarden token create|list|revoke``) — keep the key where agents cannot read it (I1).
+
+Every field of a row is signed, revocation included, and a revocation is also an event of the chained audit log:
+a row edited around the API is refused, and so is a revoked token whose row was put back as it was before (T3).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +24,7 @@ from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.ids import new_id
 from memwarden.records import now_ms
 from memwarden.scope import Scope
+from memwarden.store import tokens as rows
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
@@ -29,7 +34,8 @@ OPERATOR, AGENT = "operator", "agent"
 ROLES = (OPERATOR, AGENT)
 TOKEN_RE = re.compile(r"mw_(operator|agent)_[A-Za-z0-9_-]{43}")
 _DOMAIN = b"memwarden.token.v1"
-_ROW_DOMAIN = b"memwarden.token-row.v1"
+_LEGACY_ROW_DOMAIN = b"memwarden.token-row.v1"  # signed every field but revoked_at
+_ROW_DOMAIN = b"memwarden.token-row.v2"
 
 
 class AuthError(MemwardenError):
@@ -66,10 +72,20 @@ def _hash(service: MemoryService, token: str) -> str:
     return service.signer.mac(_DOMAIN + token.encode("utf-8"))
 
 
-def _row_mac(service: MemoryService, row: tuple[Any, ...]) -> str:
-    """(id, role, tenant, user, agent, name, token_hash, created_at) — revocation is not signed: it only ever
-    takes rights away."""
-    return service.signer.mac_fields(_ROW_DOMAIN, row)
+def _row_mac(service: MemoryService, fields: Sequence[object]) -> str:
+    """Every field of a token row (``store.tokens.FIELDS``), revocation included: clearing ``revoked_at`` (or
+    editing anything else) makes the row fail verification (T3, I4)."""
+    return service.signer.mac_fields(_ROW_DOMAIN, fields)
+
+
+def _legacy_row_mac(service: MemoryService, fields: Sequence[object]) -> str:
+    """The signature rows had before issue 12: every field but ``revoked_at`` (only :func:`upgrade_rows` uses it)."""
+    return service.signer.mac_fields(_LEGACY_ROW_DOMAIN, fields[:8])
+
+
+def _verifies(service: MemoryService, row: Sequence[object]) -> bool:
+    sig = row[-1]
+    return isinstance(sig, str) and hmac.compare_digest(sig, _row_mac(service, row[:-1]))
 
 
 def create_token(service: MemoryService, role: str, tenant: str, *, user: str | None = None,
@@ -90,13 +106,11 @@ def create_token(service: MemoryService, role: str, tenant: str, *, user: str | 
     principal = Principal(new_id(), role, scope.tenant, user or None, agent or None, label)
 
     def work(tx: Tx) -> None:
-        if tx.execute("SELECT 1 FROM tokens WHERE name = ? AND tenant = ? AND revoked_at IS NULL",
-                      (label, scope.tenant)).fetchone():
+        if rows.live_name_exists(tx, label, scope.tenant):
             raise InvalidInput(f"a live token named {label!r} already exists in tenant {scope.tenant}")
-        row = (principal.token_id, role, scope.tenant, principal.user, principal.agent, label,
-               _hash(service, token), now_ms())
-        tx.execute("INSERT INTO tokens (id, role, tenant, user_id, agent, name, token_hash, created_at, signature)"
-                   " VALUES (?,?,?,?,?,?,?,?,?)", (*row, _row_mac(service, row)))
+        fields = (principal.token_id, role, scope.tenant, principal.user, principal.agent, label,
+                  _hash(service, token), now_ms(), None)
+        rows.insert(tx, fields, _row_mac(service, fields))
 
     service.transact_audited(work, actor, "token_created", scope=Scope(scope.tenant, user or "*", agent),
                              details={"token_id": principal.token_id, "role": role, "name": label})
@@ -111,34 +125,45 @@ def authenticate(service: MemoryService, token: Any) -> Principal:
     token = token.strip()
     if not TOKEN_RE.fullmatch(token):
         raise AuthError("that is not a memwarden token (expected mw_operator_… or mw_agent_…)")
-    rows = service.backend.query("SELECT id, role, tenant, user_id, agent, name, token_hash, created_at, revoked_at,"
-                                 " signature FROM tokens WHERE token_hash = ?", (_hash(service, token),))
-    if not rows:
-        raise AuthError("unknown token (it was never issued by this store)")
-    tid, role, tenant, user, agent, name, token_hash, created, revoked, sig = rows[0]
-    want = _row_mac(service, (tid, role, tenant, user, agent, name, token_hash, created))
-    if not isinstance(sig, str) or not hmac.compare_digest(sig, want):
+    with service.backend.read() as conn:
+        row = rows.by_hash(conn, _hash(service, token))
+        if row is None:
+            raise AuthError("unknown token (it was never issued by this store)")
+        revoked_in_log = rows.revocations(conn, str(row[0]))
+    tid, role, tenant, user, agent, name, _token_hash, _created, revoked, _sig = row
+    if not _verifies(service, row):
         raise AuthError("this token's record fails verification (edited outside memwarden); it is not accepted")
-    if revoked is not None:
+    if revoked is not None or revoked_in_log:
         raise AuthError(f"token {name} was revoked")
     return Principal(str(tid), str(role), str(tenant), None if user is None else str(user),
                      None if agent is None else str(agent), str(name))
 
 
 def list_tokens(service: MemoryService, tenant: str | None = None) -> list[dict[str, Any]]:
-    sql = "SELECT id, role, tenant, user_id, agent, name, created_at, revoked_at FROM tokens"
-    params: list[Any] = []
-    if tenant is not None:
-        sql += " WHERE tenant = ?"
-        params.append(tenant)
-    rows = service.backend.query(sql + " ORDER BY created_at, id", params)
+    """Every token (never its secret). ``verified`` is False for a row edited outside memwarden (it is refused);
+    a token whose revocation is in the audit log is listed as revoked even if its row says otherwise."""
+    with service.backend.read() as conn:
+        found, revoked = rows.all_rows(conn, tenant), rows.revocations(conn)
     keys = ("id", "role", "tenant", "user", "agent", "name", "created_at", "revoked_at")
-    return [dict(zip(keys, r, strict=True)) for r in rows]
+    out = []
+    for r in found:
+        item = dict(zip(keys, (*r[:6], r[7], r[8]), strict=True))
+        if item["revoked_at"] is None and item["id"] in revoked:
+            item["revoked_at"] = revoked[str(item["id"])][1]
+        item["verified"] = _verifies(service, r)
+        out.append(item)
+    return out
 
 
 def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operator:cli") -> dict[str, Any]:
-    found = [t for t in list_tokens(service) if t["id"] == token_id or t["name"] == token_id]
-    live = [t for t in found if t["revoked_at"] is None]
+    """Revoke a token: its row is signed as revoked and the revocation is an audit event. A row edited outside
+    memwarden (refused already) can be revoked too, which signs it as revoked: a revoked row grants nothing, and
+    the audit event says the row had failed verification (``row_verified``)."""
+    listed = list_tokens(service)
+    with service.backend.read() as conn:  # by its row: a revoked row put back as live, or edited, is revocable
+        revocable = {str(r[0]) for r in rows.all_rows(conn) if r[8] is None or not _verifies(service, r)}
+    found = [t for t in listed if t["id"] == token_id or t["name"] == token_id]
+    live = [t for t in found if t["id"] in revocable]
     if not found:
         raise InvalidInput(f"no token {token_id!r}")
     if not live:
@@ -148,8 +173,54 @@ def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operato
     t = live[0]
 
     def work(tx: Tx) -> None:
-        tx.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (now_ms(), t["id"]))
+        row = rows.by_id(tx, t["id"])
+        if row is None:  # deleted meanwhile
+            raise InvalidInput(f"no token {token_id!r}")
+        when = now_ms()
+        rows.set_revoked(tx, t["id"], when, _row_mac(service, (*row[:8], when)))
 
     service.transact_audited(work, actor, "token_revoked", scope=Scope(t["tenant"], t["user"] or "*", t["agent"]),
-                             details={"token_id": t["id"], "role": t["role"], "name": t["name"]})
+                             details={"token_id": t["id"], "role": t["role"], "name": t["name"],
+                                      "row_verified": t["verified"]})
     return {**t, "revoked": True}
+
+
+def upgrade_rows(tx: Tx, service: MemoryService) -> dict[str, list[str]]:
+    """Sign every field of the token rows an earlier version signed without ``revoked_at`` (the store's one-time
+    upgrade, :mod:`memwarden.upgrade`). A row whose old signature fails stays unsigned (refused); a row whose
+    revocation the audit log records is signed as revoked, whatever its ``revoked_at`` says now."""
+    revoked = rows.revocations(tx)
+    out: dict[str, list[str]] = {"tokens_signed": [], "tokens_refused": [], "tokens_kept_revoked": []}
+    for row in rows.all_rows(tx):
+        if _verifies(service, row):
+            continue
+        tid = str(row[0])
+        sig = row[-1]
+        if not (isinstance(sig, str) and hmac.compare_digest(sig, _legacy_row_mac(service, row[:-1]))):
+            out["tokens_refused"].append(tid)
+            continue
+        when = row[8]
+        if when is None and tid in revoked:
+            when = revoked[tid][1]
+            out["tokens_kept_revoked"].append(tid)
+        fields = (*row[:8], when)
+        rows.set_signature(tx, tid, when, _row_mac(service, fields))
+        out["tokens_signed"].append(tid)
+    return out
+
+
+def check_rows(service: MemoryService) -> list[tuple[str, str]]:
+    """``(token, problem)`` for every token row that is refused because it was edited outside memwarden
+    (``doctor``)."""
+    with service.backend.read() as conn:
+        found, revoked = rows.all_rows(conn), rows.revocations(conn)
+    out = []
+    for r in found:
+        tid, name = str(r[0]), str(r[5])
+        if not _verifies(service, r):
+            out.append((f"{name} ({tid})", "token row fails verification (edited outside memwarden): the token is "
+                                           f"refused; run `memwarden token revoke {tid}` and create a new one"))
+        elif r[8] is None and tid in revoked:
+            out.append((f"{name} ({tid})", f"revoked at audit seq {revoked[tid][0]}, but its row was put back as "
+                                           f"live: the token stays refused; run `memwarden token revoke {tid}`"))
+    return out

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memwarden.retrieval.embedders import from_spec
+from memwarden.retrieval.embedders import ENDPOINTS_ENV, configured_endpoints, endpoint, from_spec
 
 EmbedderOpt = Annotated[str | None, typer.Option(
     "--embedder", help="none (no vectors: lexical search), hash (vectors, no model), e5 (pip install "
@@ -37,6 +37,10 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
             return
         cli._console().print(f"✓ reindexed {out['records']} records with {out['embedder']}; "
                              f"{out['without_vector']} without a vector (embedder failed)")
+        url = endpoint(embedder or "")
+        if url is not None and url not in configured_endpoints():
+            cli._console().print(f"note: later processes send text to {url} only if their configuration names it: "
+                                 f"set ${ENDPOINTS_ENV}={url} there (I4)")
 
     @app.command()
     def consolidate(ctx: typer.Context, tenant: cli.TenantOpt = None, user: cli.UserOpt = None,

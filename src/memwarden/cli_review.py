@@ -226,12 +226,13 @@ def token_list(ctx: typer.Context, tenant: TenantOpt = None, as_json: JsonOpt = 
         _echo_json(rows)
         return
     table = Table(title=f"{_n(len(rows), 'token')}", box=box.SIMPLE_HEAVY, title_justify="left")
-    for col in ("id", "name", "role", "scope", "created (UTC)", "revoked"):
+    for col in ("id", "name", "role", "scope", "created (UTC)", "revoked", "row"):
         table.add_column(col, overflow="fold")
     for r in rows:
         scope = "/".join(str(x) for x in (r["tenant"], r["user"], r["agent"]) if x)
         table.add_row(r["id"], Text(printable(r["name"])), r["role"], Text(printable(scope)),
-                      _when(r["created_at"]), _when(r["revoked_at"]) if r["revoked_at"] else "-")
+                      _when(r["created_at"]), _when(r["revoked_at"]) if r["revoked_at"] else "-",
+                      "signed" if r["verified"] else Text("edited: refused", style="red"))
     _console().print(table)
 
 

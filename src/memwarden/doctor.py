@@ -3,21 +3,24 @@
 Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
 records or missing links, usage counters and sizes that disagree with the rows); every record's signature and its
 agreement with the audit history (no rollback to an old signed version, no deleted row put back); the audit
-hash chain and its head anchor.
+hash chain and its head anchor; settings and token rows that fail verification (or a revoked token put back as
+live), an embedder setting naming an endpoint the process configuration does not, and files or a data directory
+that group or others can read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memwarden import audit
+from memwarden import audit, auth
 from memwarden.service import MemoryService
+from memwarden.store.files import loose_modes
 from memwarden.store.sqlite import SELECT_COLS
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # sqlite | zombie | signature | audit | usage
+    check: str  # sqlite | zombie | signature | audit | usage | settings | token | files
     subject: str  # memory id, table or audit seq
     problem: str
 
@@ -86,4 +89,18 @@ def run(service: MemoryService) -> list[Finding]:
         findings.append(Finding("signature", mid, why))
     for problem in audit.verify(service.backend, service.signer):
         findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
+    findings += _settings_tokens_files(service)
     return findings
+
+
+def _settings_tokens_files(service: MemoryService) -> list[Finding]:
+    """I4, T3, I6: settings and token rows that fail verification, an embedder setting naming an endpoint this
+    process does not, and files others can read."""
+    out: list[Finding] = []
+    with service.backend.read() as conn:
+        out += [Finding("settings", name, why) for name, why in service.settings.check(conn)]
+    if service.retrieval.refused_embedder:
+        out.append(Finding("settings", "embedder", service.retrieval.refused_embedder))
+    out += [Finding("token", subject, why) for subject, why in auth.check_rows(service)]
+    out += [Finding("files", path, why) for path, why in loose_modes(service.path)]
+    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from memwarden import audit
+from memwarden import audit, upgrade
 from memwarden.errors import (
     CapacityError,
     Forbidden,
@@ -47,6 +47,7 @@ from memwarden.records import (
     sensitivity_level,
 )
 from memwarden.scope import Scope
+from memwarden.settings import Settings
 from memwarden.signing import Signer
 from memwarden.store.sqlite import (
     COLUMNS,
@@ -157,6 +158,7 @@ class MemoryService:
         self.policy = policy or Policy()
         self.gate = gate or Gate(self.policy)
         self.signer = Signer(key)
+        self.settings = Settings(self.signer)  # signed settings (I4)
         self.events = EventBus()
         from memwarden.providers import ProviderRegistry
 
@@ -167,6 +169,7 @@ class MemoryService:
 
         self.retrieval = Retrieval(self, key)  # hybrid search, embedder, derived indexes (issue 5)
         self._check_key(key)
+        upgrade.run(self)  # a store of an earlier version: its unsigned settings and token rows signed, once
         self.retrieval.open()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------

@@ -19,12 +19,19 @@ from memwarden.retrieval.embedders import (
     E5Embedder,
     Embedder,
     EmbedderError,
+    EndpointNotConfigured,
     HashEmbedder,
     NoEmbedder,
     OpenAIEmbedder,
     from_spec,
+    from_stored_spec,
 )
 from memwarden.retrieval.ranking import Ranking
+from memwarden.retrieval.tokenize import TOKENIZER_VERSION
+
+# The signed settings this module reads (memwarden.settings; not imported here: it imports the store, which
+# imports the indexer from this package).
+EMBEDDER_SETTING, TOKENIZER_SETTING = "embedder", "fts_tokenizer"
 
 if TYPE_CHECKING:
     from memwarden.records import Record
@@ -51,24 +58,33 @@ class Retrieval:
         indexer = service.backend.indexer
         indexer.set_key(hmac.new(key, b"memwarden.fts-terms.v1", hashlib.sha256).digest())
         self._explicit = embedder is not None or bool(os.environ.get("MEMWARDEN_EMBEDDER"))
+        self.refused_embedder: str | None = None  # why the database's embedder setting was not used (I4)
         indexer.embedder = embedder or from_spec(None)
 
     def open(self) -> None:
         """After the key check: rebuild the derived indexes if they were made by an older tokenizer (schema 1
         databases, or a new database)."""
         indexer = self.service.backend.indexer
-        if not self._explicit:  # the embedder the last `reindex --embedder` chose for this database
-            row = self.service.backend.query("SELECT value FROM meta WHERE key = 'embedder'")
-            if row:
+        settings = self.service.settings
+        if not self._explicit:  # the embedder the last `reindex --embedder` chose for this database (signed, I4)
+            with self.service.backend.read() as conn:
+                spec = settings.get(conn, EMBEDDER_SETTING)
+            if spec is not None:
                 try:
-                    indexer.embedder = from_spec(str(row[0][0]))
+                    indexer.embedder = from_stored_spec(spec)
+                except EndpointNotConfigured as exc:
+                    self.refused_embedder = str(exc)
+                    log.warning("memwarden: %s", exc)
                 except ValueError:
-                    log.warning("memwarden: unknown embedder %r in the database; using the default", row[0][0])
+                    log.warning("memwarden: unknown embedder %r in the database; using the default", spec)
+
         def migrate(tx: Tx) -> dict[str, int] | None:
-            if not indexer.needs_rebuild(tx):
+            if not indexer.needs_rebuild(settings.get(tx, TOKENIZER_SETTING)):
                 return None
             # a new tokenizer changes the terms, not the vectors: existing vectors are kept (reindex redoes them)
-            return indexer.rebuild(tx, vectors=tx.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is None)
+            out = indexer.rebuild(tx, vectors=tx.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is None)
+            settings.put(tx, TOKENIZER_SETTING, TOKENIZER_VERSION)
+            return out
 
         rebuilt = self.service._transact(migrate)
         if rebuilt and rebuilt["records"]:
@@ -108,17 +124,31 @@ class Retrieval:
             actor=ctx.actor if ctx else "", details={"where": where, "error": why,
                                                      "embedder": self.embedder.fingerprint})])
 
-    def reindex(self, *, vectors: bool = True, spec: str | None = None) -> dict[str, int]:
+    def reindex(self, *, vectors: bool = True, spec: str | None = None,
+                actor: str = "operator:cli") -> dict[str, int]:
         """Rebuild the FTS terms and (with ``vectors``) every vector with the current embedder; ``spec`` (as
-        for :func:`from_spec`) also becomes the database's embedder for later opens without $MEMWARDEN_EMBEDDER."""
+        for :func:`from_spec`) also becomes the database's embedder for later opens without $MEMWARDEN_EMBEDDER
+        (a signed setting, audited as ``setting_changed``; one naming an endpoint is used by later opens only
+        where the process configuration names that endpoint too)."""
+        from memwarden import audit
+
         indexer = self.service.backend.indexer
+        settings = self.service.settings
+        events: list[Event] = []
 
         def work(tx: Tx) -> dict[str, int]:
             if spec is not None:
-                tx.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (spec,))
-            return indexer.rebuild(tx, vectors=vectors)
+                settings.put(tx, EMBEDDER_SETTING, spec)
+                events.append(audit.append(tx, self.service.signer, "setting_changed", actor=actor,
+                                           details={"name": EMBEDDER_SETTING, "value": spec}))
+            out = indexer.rebuild(tx, vectors=vectors)
+            settings.put(tx, TOKENIZER_SETTING, TOKENIZER_VERSION)
+            return out
 
         out = self.service._transact(work)
+        if spec is not None:
+            self.refused_embedder = None
+        self.service.events.publish(events)
         self.flush()
         self.service.backend.scrub(compact_index=True)
         return out

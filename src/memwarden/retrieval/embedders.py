@@ -22,6 +22,7 @@ import urllib.request
 import zlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -185,6 +186,48 @@ def safe_embed(embedder: Embedder, texts: Sequence[str], *, query: bool = False)
         return m, ""
     except Exception as exc:  # any failure degrades; it must not break a write or a search (Q2)
         return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+ENDPOINTS_ENV = "MEMWARDEN_EMBEDDINGS_URL"
+
+
+class EndpointNotConfigured(ValueError):
+    """A database names an embeddings endpoint that the process configuration does not name (I4)."""
+
+
+def _normalise_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+
+
+def endpoint(spec: str) -> str | None:
+    """The base URL ``spec`` sends text to (normalised), or ``None`` for an embedder that runs in the process."""
+    spec = spec.strip()
+    if not spec.startswith("openai:"):
+        return None
+    return _normalise_url(spec[len("openai:"):].split("#", 1)[0])
+
+
+def configured_endpoints() -> frozenset[str]:
+    """Endpoints the process configuration names: ``$MEMWARDEN_EMBEDDINGS_URL`` (one or more base URLs,
+    separated by spaces or commas) and the endpoint of ``$MEMWARDEN_EMBEDDER``."""
+    named = {_normalise_url(u) for u in os.environ.get(ENDPOINTS_ENV, "").replace(",", " ").split() if u}
+    own = endpoint(os.environ.get("MEMWARDEN_EMBEDDER") or "")
+    return frozenset(named | ({own} if own else set()))
+
+
+def from_stored_spec(spec: str) -> Embedder:
+    """The embedder a (signed) database setting names. One that sends memories and queries to an endpoint —
+    with ``$OPENAI_API_KEY`` as the bearer — is built only if the process configuration names the same endpoint:
+    a database file is not configuration, and whoever can write it must not choose where data goes (I4).
+    Raises :class:`EndpointNotConfigured` (one line, with what to set) or ``ValueError`` (unknown spec)."""
+    url = endpoint(spec)
+    if url is not None and url not in configured_endpoints():
+        raise EndpointNotConfigured(
+            f"the database names the embeddings endpoint {url!r}, which this process's configuration does not; "
+            f"nothing is sent there and search is lexical. If you trust it, set ${ENDPOINTS_ENV}={url} "
+            "(or $MEMWARDEN_EMBEDDER); otherwise run `memwarden reindex --embedder none`")
+    return from_spec(spec.strip() or "none")
 
 
 def from_spec(spec: str | None) -> Embedder:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from memwarden.store.sqlite import Tx
 
 FTS_DDL = "CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize = 'unicode61 remove_diacritics 0')"
-META_TOKENIZER = "fts_tokenizer"
 LOG_SQL = "INSERT INTO index_log (row) VALUES (?)"  # readers of the FTS terms learn what changed (postings.py)
 REBUILT = -1  # an index_log row meaning "the whole FTS table was rebuilt"
 
@@ -106,9 +105,9 @@ class Indexer:
     # --- rebuild (reindex, migration) ---------------------------------------------------------------------
 
     @staticmethod
-    def needs_rebuild(tx: Tx) -> bool:
-        row = tx.execute("SELECT value FROM meta WHERE key = ?", (META_TOKENIZER,)).fetchone()
-        return row is None or row[0] != TOKENIZER_VERSION
+    def needs_rebuild(mark: str | None) -> bool:
+        """``mark``: the tokenizer version the database's terms were built with (its signed setting), if known."""
+        return mark != TOKENIZER_VERSION
 
     def rebuild(self, tx: Tx, *, vectors: bool = True, batch: int = 256) -> dict[str, int]:
         """Recreate the FTS5 table with this version's tokenizer and (re)compute every vector with the current
@@ -144,5 +143,4 @@ class Indexer:
                 " VALUES (?,?,?,?,?,?,?)",
                 [(rid, t, u, a, s, self.embedder.fingerprint, None if m is None else m[j].tobytes())
                  for j, (rid, t, u, a, s, _c) in enumerate(chunk)])
-        tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (META_TOKENIZER, TOKENIZER_VERSION))
-        return {"records": len(rows), "without_vector": missing}
+        return {"records": len(rows), "without_vector": missing}  # the caller records TOKENIZER_VERSION

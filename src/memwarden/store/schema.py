@@ -30,8 +30,19 @@ _RECORD_COLUMNS = """
     signature     TEXT    NOT NULL
 """
 
+# The audit events a store looks up by name (queries repeat this exact term so the partial index applies).
+CONFIG_EVENTS = "event IN ('token_revoked', 'settings_migrated')"
+
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- Settings that change behaviour (the embedder, the FTS tokenizer mark, ...): each row is signed (I4), so one
+-- written around the API is ignored. ``meta`` keeps only rows nothing trusts: the schema version (informational),
+-- the key fingerprint (itself keyed) and the audit head anchor (its own keyed MAC).
+CREATE TABLE IF NOT EXISTS settings (
+    name      TEXT PRIMARY KEY,
+    value     TEXT NOT NULL,
+    signature TEXT NOT NULL
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS memories (
     id            TEXT    PRIMARY KEY,
@@ -169,6 +180,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 -- A2 blast radius is read from the chained rows themselves (details.ids of read/injected events).
 CREATE INDEX IF NOT EXISTS audit_read_events ON audit (seq) WHERE event IN ('read', 'injected');
+-- Revocations and settings migrations are looked up at open and at authentication: a small partial index.
+CREATE INDEX IF NOT EXISTS audit_config_events ON audit (event, seq) WHERE {CONFIG_EVENTS};
 """
 
 # Tables that hold a memory's content (or rows keyed by its id) and must be empty of it after delete (D3).

@@ -24,6 +24,7 @@ from memwarden.errors import UnsupportedURL
 from memwarden.records import Provenance, Record
 from memwarden.retrieval.index import Indexer
 from memwarden.scope import Scope
+from memwarden.store.files import create_private
 from memwarden.store.schema import DDL, SCHEMA_VERSION
 from memwarden.timevalues import in_range
 
@@ -187,7 +188,7 @@ class SqliteBackend:
     def __init__(self, path: Path, durability: str = "full") -> None:
         self.path = path
         self.durability = resolve_durability(durability)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(path)  # data directory 0700, database (and so its WAL and SHM) 0600 (I6)
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._mutex = threading.Lock()  # guards _pending and _busy
         self._pending: list[_Request] = []
