@@ -301,17 +301,24 @@ class Session:
         return schemas
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-        """Dispatch an agent tool call; ``arguments`` may be a dict or the JSON string a model produced."""
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+        """Dispatch an agent tool call; ``arguments`` may be a dict or the JSON string a model produced. Never
+        raises: every outcome, an internal failure included, is a JSON-serialisable dict."""
         try:
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except json.JSONDecodeError as exc:
+                    return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+                except RecursionError:
+                    return {"error": "invalid_arguments", "message": "arguments are nested too deeply"}
             self._live()
+            return tools.dispatch(self, name, arguments)
         except MemwardenError as exc:
             return exc.to_dict()
-        return tools.dispatch(self, name, arguments)
+        except Exception as exc:  # never a stack trace to the agent; the operator gets it in the log
+            tools.log.error("memwarden tool call failed: %s", type(exc).__name__, exc_info=True)
+            return {"error": "internal", "message": "the tool call failed with an internal error; an operator can "
+                                                    "find the details in the memwarden log"}
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
