@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from memwarden import repeats
 from memwarden.errors import InvalidInput
 
 MAX_SOURCES = 32  # kept per session (and so per memory); the rest are counted
 MAX_SOURCE_CHARS = 200
 MAX_VALUES_SCANNED = 64  # argument values looked at per call, for URLs and paths (a file tool with more taints)
+MAX_RECALLED = 256  # untrusted memories whose text a session remembers (T7); one more taints
 MAX_MEMO = 4096  # tool names whose category a policy remembers
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s\"'<>]+", re.IGNORECASE)
 
@@ -302,10 +304,11 @@ def _clip(value: str) -> str:
 
 
 class Ledger:
-    """What one session ingested (T1): monotonic taint, its reasons and the sources seen."""
+    """What one session ingested (T1, T7): monotonic taint, its reasons, the sources seen, and the untrusted
+    memories recalled into it."""
 
-    __slots__ = ("_cache", "_calls", "_extra_sources", "_roots", "_sources", "changes", "policy", "reasons",
-                 "tainted")
+    __slots__ = ("_cache", "_calls", "_extra_sources", "_recalled", "_roots", "_sources", "changes", "policy",
+                 "reasons", "tainted")
 
     def __init__(self, policy: TaintPolicy, workspace: Sequence[str]) -> None:
         self.policy = policy
@@ -317,6 +320,7 @@ class Ledger:
         self._extra_sources = 0
         self._calls = 0
         self._cache: dict[str, tuple[str, str, TaintDecision | None]] = {}  # tool name → judgement
+        self._recalled: dict[str, repeats.Text] = {}  # untrusted, served memory id → its words (T7)
         self.changes = 0  # bumped whenever taint or sources change (the session rebuilds its context then)
 
     @property
@@ -507,3 +511,39 @@ class Ledger:
             src = "(unnamed)"
         self._taint(reason)
         return TaintDecision(True, reason, (src,))
+
+    # --- T7: recalled memory is ingested content -------------------------------------------------------------
+
+    def record_recall(self, memory_id: str, trust: str, approval: str, content: str, via: str) -> None:
+        """A memory reached the session (block, search, view). A trusted one changes nothing. An untrusted one
+        that is served anyway is ingest: approved automatically (``auto``, or anything but an operator), it taints
+        the session; approved by an operator, it does not, but its text is remembered so that a save repeating
+        it is untrusted too (:meth:`repeats`). Never raises: a failure taints."""
+        if trust != "untrusted":
+            return
+        try:
+            if not (isinstance(approval, str) and approval.startswith("operator:")):
+                self._taint(f"recalled the automatically approved memory {memory_id} ({via})")
+                self._source(f"memory:{memory_id}")
+                return
+            if memory_id in self._recalled:
+                return
+            if len(self._recalled) >= MAX_RECALLED:
+                self._taint(f"recalled more than {MAX_RECALLED} untrusted memories (too many to track; fail closed)")
+                return
+            self._recalled[memory_id] = repeats.text(content)
+        except Exception as exc:  # T6
+            self._taint(f"a recalled memory could not be judged ({type(exc).__name__}; fail closed)")
+
+    @property
+    def recalled(self) -> bool:
+        """Whether any untrusted (operator-approved) memory reached this session."""
+        return bool(self._recalled)
+
+    def repeats(self, content: Any) -> tuple[str, ...]:
+        """The ids of untrusted memories recalled into this session whose text ``content`` repeats, in whole or in
+        part (:func:`memwarden.repeats.overlaps`)."""
+        if not self._recalled or not isinstance(content, str):
+            return ()
+        new = repeats.text(content)
+        return tuple(mid for mid, served in self._recalled.items() if repeats.overlaps(new, served))
