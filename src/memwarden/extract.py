@@ -159,7 +159,7 @@ def extract_into(session: Session, extractor: Extractor, turns: Iterable[Any]) -
     ctx = replace(session.context, sources=(*session.context.sources, f"{EXTRACTOR_SOURCE}{extractor.name}"))
     for c in found:
         try:
-            result = service.write(ctx, c.content, kind=c.kind, confidence=c.confidence,
+            result = service.write(session.repeating(ctx, c.content), c.content, kind=c.kind, confidence=c.confidence,
                                    evict_lowest=c.kind == Kind.FACT)
         except CapacityError as exc:
             report.dropped.append((c.content[:80], f"capacity: {exc}"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from memwarden import audit, upgrade
+from memwarden import audit, repeats, upgrade
 from memwarden.errors import (
     CapacityError,
     Forbidden,
@@ -71,6 +71,7 @@ T = TypeVar("T")
 UNSET: Any = object()  # "not given": a save defaults it, an update keeps the current value
 MAX_REJECTED_HITS = 20  # rule hits of a rejected candidate kept in the audit log (the rule ids are all kept)
 MAX_EVICTIONS = 16  # extracted records one extracted write may evict
+MAX_REPEATS = 8  # ids of repeated untrusted memories kept in a record's sources and its audit event (T7)
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
 _BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from"})
@@ -89,6 +90,9 @@ class Context:
     clearance: int = 1
     read_shared: bool = False
     taint: tuple[str, ...] = ()  # why the session is untrusted (T1), for the audit log
+    # ids of untrusted memories recalled into the session whose text this write repeats or contains (T7), set by
+    # the session from its ledger: the write is untrusted
+    repeats: tuple[str, ...] = ()
 
 
 def _is_operator(ctx: Context) -> bool:
@@ -144,6 +148,14 @@ class Checked:
     @property
     def ok(self) -> bool:
         return self.refused is None and self.record is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """An untrusted or held record that a new text repeats (T7): ``exact`` when their words are equal."""
+
+    record: Record
+    exact: bool
 
 
 ALL_AGENTS: Any = ...  # operator reads: every agent of the user, and the user's shared scope
@@ -446,6 +458,19 @@ class MemoryService:
         if self_written:
             trust = Trust.UNTRUSTED  # T5: procedures are authored by people or imported, never self-written
             why = why or "procedures written by an agent are held until an operator reviews them (T5)"
+        # T7: text that repeats an untrusted or held memory (in the store, or recalled into this session) is as
+        # untrusted as that memory; a promotion keeps its text and a derived record inherits from its inputs (Q4)
+        echo = None
+        if spec.approval is None and not spec.derived_from:
+            echo = self._repeat_of(tx, ctx, content, spec.update_id)
+        repeated = tuple(dict.fromkeys([*ctx.repeats, *([echo.record.id] if echo else [])]))
+        if repeated and trust == Trust.TRUSTED:
+            trust = Trust.UNTRUSTED
+            if echo is not None and echo.record.status == Status.REVIEW:
+                why = why or "the same text is already held for review in this scope"
+            else:
+                why = why or (f"it repeats the untrusted memory {repeated[0]}"
+                              f"{' recalled in this session' if repeated[0] in ctx.repeats else ''} (T7)")
         size = len(content.encode("utf-8"))
         metadata = spec.metadata
         update_id = spec.update_id
@@ -469,17 +494,18 @@ class MemoryService:
                 trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
                 why = why or "derived from untrusted memories"
             chash = content_hash(content)
-            if trust == Trust.TRUSTED and self._held_copy(tx, ctx, kind, chash):
-                trust = Trust.UNTRUSTED  # T2: saying a held memory again from a clean session does not launder it
-                why = why or "the same text is already held for review in this scope"
             self._check_capacity(tx, ctx, kind, size, events, evict_lowest=spec.evict_lowest,
                                  confidence=candidate.confidence)
             status, approval = self._status(trust, verdict, auto=not self_written)
+            if echo is not None and repeated:
+                status, approval = self._repeat_status(ctx, echo, repeated, status, approval,
+                                                       plain=spec.update_id is None and not self_written
+                                                       and verdict.verdict != REVIEW)
             record = Record(
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
                 created_at=now, updated_at=now, expires_at=now + spec.days * DAY_MS, due_at=spec.due_at,
-                status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval),
+                status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval, repeated),
             )
         else:
             self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
@@ -492,9 +518,11 @@ class MemoryService:
             else:
                 least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
                 status, approval = self._status(least, verdict, auto=not self_written)
+                if echo is not None and echo.record.status == Status.REVIEW:
+                    status, approval = Status.REVIEW, "none"  # held stays held (T7)
                 if least == Trust.UNTRUSTED and not why:
                     why = "it revises a memory that came from untrusted content"
-                prov = self._provenance(ctx, least, approval)
+                prov = self._provenance(ctx, least, approval, repeated)
             record = replace(
                 old, version=old.version + 1, content=content, content_hash=content_hash(content),
                 metadata=metadata if metadata is not None else old.metadata,
@@ -524,6 +552,8 @@ class MemoryService:
             details["sources"] = list(record.provenance.sources)
         if record.provenance.approval != "none":
             details["approval"] = record.provenance.approval
+        if repeated:
+            details["repeats"] = list(repeated[:MAX_REPEATS])
         if spec.note:
             details["note"] = spec.note[:1000]
         events.append(self._audit(tx, ctx, name, record.id, details))
@@ -537,11 +567,49 @@ class MemoryService:
         return record, why
 
     @staticmethod
-    def _provenance(ctx: Context, trust: str, approval: str) -> Provenance:
-        """R2: provenance comes from the session's context, never from the content or the caller's arguments."""
+    def _provenance(ctx: Context, trust: str, approval: str, repeated: Sequence[str] = ()) -> Provenance:
+        """R2: provenance comes from the session's context, never from the content or the caller's arguments;
+        the untrusted memories a text repeats (T7) are among its sources as ``memory:<id>``."""
         s = ctx.scope
+        sources = tuple(ctx.sources)
+        if repeated:
+            sources = tuple(dict.fromkeys([*sources, *(f"memory:{m}" for m in repeated[:MAX_REPEATS])]))
         return Provenance(tenant=s.tenant, user=s.user, agent=s.agent_key, session_id=ctx.session_id,
-                          source_type=ctx.source_type, sources=tuple(ctx.sources), trust=trust, approval=approval)
+                          source_type=ctx.source_type, sources=sources, trust=trust, approval=approval)
+
+    def _repeat_of(self, tx: Tx, ctx: Context, content: str, exclude: str | None) -> Repeat | None:
+        """T7: an untrusted or held record of the caller's scope (and of the shared scope it reads) whose text
+        ``content`` repeats — the same near-duplicate key, then the same words (exact) or, when the text has
+        content words, the same set of them (a near-duplicate). Verified rows only; an exact repeat of a served
+        record wins over a near one. One index probe when nothing matches (see :mod:`memwarden.repeats`)."""
+        hasher = self.backend.indexer.hasher
+        s = ctx.scope
+        scopes = [s.agent_key, ""] if ctx.read_shared and s.agent_key else [s.agent_key]
+        keys = [hasher.dup_key(hasher.tag(s.tenant, s.user, a), content) for a in scopes]
+        where, params = scope_clause(s, ctx.read_shared)
+        rows = self.backend.untrusted_with_keys(tx, keys, f"{where} AND m.expires_at > ? AND m.sensitivity <= ?",
+                                                [*params, now_ms(), ctx.clearance], exclude)
+        if not rows:
+            return None
+        mine = repeats.words(content)
+        found = [Repeat(r, repeats.words(r.content) == mine) for r in self._serve(ctx, rows, tx=tx)]
+        if not any(r.exact for r in found) and not hasher.terms_of(content):
+            return None  # no content words: only an exact repeat counts
+        return min(found, key=lambda r: (not r.exact, r.record.status != Status.ACTIVE), default=None)
+
+    def _repeat_status(self, ctx: Context, echo: Repeat, repeated: Sequence[str], status: str, approval: str, *,
+                       plain: bool) -> tuple[str, str]:
+        """T7: a held memory's text stays held; an exact repeat of a served, operator-approved memory — by an
+        otherwise trusted save (``plain``: a new record the gate accepts) that repeats nothing else — inherits its
+        approval (a person approved these very words); anything else is decided as untrusted content (held, or
+        ``auto`` when the policy opts in)."""
+        rec = echo.record
+        if rec.status == Status.REVIEW:
+            return Status.REVIEW, "none"
+        if (plain and echo.exact and ctx.trust == Trust.TRUSTED and rec.provenance.approval.startswith("operator:")
+                and set(repeated) == {rec.id}):
+            return Status.ACTIVE, rec.provenance.approval
+        return status, approval
 
     def _status(self, trust: str, verdict: Verdict, *, auto: bool = True) -> tuple[str, str]:
         """(status, approval) for new content: trusted → active; untrusted → held, unless the operator opted in
@@ -554,12 +622,6 @@ class MemoryService:
         if auto and self.policy.auto_approve_untrusted:
             return Status.ACTIVE, "auto"
         return Status.REVIEW, "none"
-
-    def _held_copy(self, tx: Tx, ctx: Context, kind: str, chash: str) -> bool:
-        """Whether the scope already holds this exact text for review (a scan of the scope's held rows only)."""
-        where, params = scope_clause(ctx.scope, read_shared=False)
-        return tx.execute(f"SELECT 1 FROM memories m WHERE {where} AND m.kind = ? AND m.status = 'review'"
-                          " AND m.content_hash = ? LIMIT 1", (*params, kind, chash)).fetchone() is not None
 
     def _transact(self, work: Callable[[Tx], T]) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see

@@ -105,6 +105,23 @@ class Session:
         """True once the session ingested untrusted content (monotonic)."""
         return self.ledger.tainted
 
+    def _recalled(self, records: Iterable[Record], via: str) -> None:
+        """T7: memories that reached the session are ingest — an automatically approved one taints it, and the
+        text of an operator-approved (still untrusted) one is remembered for :meth:`repeating`."""
+        ledger = self.ledger
+        for r in records:
+            p = r.provenance
+            if p.trust != Trust.TRUSTED:
+                ledger.record_recall(r.id, p.trust, p.approval, r.content, via)
+
+    def repeating(self, ctx: Context, content: Any) -> Context:
+        """``ctx`` for a write of ``content``, naming the untrusted memories recalled into this session that it
+        repeats or contains (T7): the write path then stores it as untrusted."""
+        if not self.ledger.recalled:
+            return ctx
+        found = self.ledger.repeats(content)
+        return replace(ctx, repeats=found) if found else ctx
+
     # --- P1/P3/P4: the frozen block ----------------------------------------------------------------------------
 
     def _snapshot(self) -> tuple[str, str]:
@@ -118,6 +135,8 @@ class Session:
         digest = hashlib.sha256(block.encode("utf-8")).hexdigest()
         shown = [r.id for r in records] + [r.id for r in reminders]
         svc.begin_session(ctx, self.workspace, digest, shown, total)
+        self._recalled(records, "memory block")
+        self._recalled(reminders, "reminders block")
         return block, digest
 
     def system_block(self) -> str:
@@ -148,7 +167,8 @@ class Session:
         ``import``, ``operator``; default: the session's, ``model``): the gate is sized to it and to ``kind``
         (G8), and it is kept in the record's provenance (R2). The agent's own tools always write ``model``."""
         self._live()
-        return self.service.write(self._said_by(source), content, kind=kind, confidence=confidence,
+        return self.service.write(self.repeating(self._said_by(source), content), content, kind=kind,
+                                  confidence=confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata)
 
@@ -160,7 +180,7 @@ class Session:
         self._live()
         ctx = self._said_by(source)
         current = self.service.get(ctx, memory_id)
-        return self.service.write(ctx, content, kind=current.kind,
+        return self.service.write(self.repeating(ctx, content), content, kind=current.kind,
                                   confidence=UNSET if confidence is None else confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata, update_id=memory_id, expected_version=expected_version)
@@ -201,12 +221,13 @@ class Session:
             if item.role == "tool":
                 flush()
                 self.ledger.record_ingest(item.name or "tool output", "tool")
-            ctx = replace(self.context, source_type=ROLES[item.role])
-            if ctx != batch_ctx:
-                flush()
-                batch_ctx = ctx
+            base = replace(self.context, source_type=ROLES[item.role])
             pieces = split_text(item.text, limit)
             for j, piece in enumerate(pieces, start=1):
+                ctx = self.repeating(base, piece)
+                if ctx != batch_ctx:
+                    flush()
+                    batch_ctx = ctx
                 md: dict[str, Any] = {"role": item.role, "turn": item.index}
                 if item.name:
                     md["name"] = item.name[:200]
@@ -233,6 +254,7 @@ class Session:
         self._live()
         found = self.service.search(self.context, query, k=k, kind=kind)
         self.service.log_reads(self.context, "read", found, {"via": "search"})
+        self._recalled(found, "search")
         return found
 
     @overload
@@ -246,9 +268,11 @@ class Session:
         if memory_id is not None:
             rec = self.service.get(self.context, memory_id)
             self.service.log_reads(self.context, "read", [rec], {"via": "view"})
+            self._recalled([rec], "view")
             return rec
         found = self.service.list_records(self.context, kind=kind, limit=limit)
         self.service.log_reads(self.context, "read", found, {"via": "list"})
+        self._recalled(found, "list")
         return found
 
     # --- T4 / T5 ------------------------------------------------------------------------------------------------
@@ -266,6 +290,7 @@ class Session:
         found = procedures.match(self.service, self.context, text, limit)
         if found:
             self.service.log_reads(self.context, "read", found, {"via": "procedure"})
+            self._recalled(found, "procedure")
         return found
 
     # --- agent tools -------------------------------------------------------------------------------------------
@@ -284,19 +309,26 @@ class Session:
         return schemas
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-        """Dispatch an agent tool call; ``arguments`` may be a dict or the JSON string a model produced."""
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
-            except ValueError as exc:  # an integer of more than 4,300 digits (Python's int parsing limit)
-                return {"error": "invalid_arguments", "message": f"arguments are not usable JSON: {exc}"[:300]}
+        """Dispatch an agent tool call; ``arguments`` may be a dict or the JSON string a model produced. Never
+        raises: every outcome, an internal failure included, is a JSON-serialisable dict."""
         try:
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except json.JSONDecodeError as exc:
+                    return {"error": "invalid_arguments", "message": f"arguments are not valid JSON: {exc.msg}"}
+                except RecursionError:
+                    return {"error": "invalid_arguments", "message": "arguments are nested too deeply"}
+                except ValueError as exc:  # an integer of more than 4,300 digits (Python's int parsing limit)
+                    return {"error": "invalid_arguments", "message": f"arguments are not usable JSON: {exc}"[:300]}
             self._live()
+            return tools.dispatch(self, name, arguments)
         except MemwardenError as exc:
             return exc.to_dict()
-        return tools.dispatch(self, name, arguments)
+        except Exception as exc:  # never a stack trace to the agent; the operator gets it in the log
+            tools.log.error("memwarden tool call failed: %s", type(exc).__name__, exc_info=True)
+            return {"error": "internal", "message": "the tool call failed with an internal error; an operator can "
+                                                    "find the details in the memwarden log"}
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 

@@ -22,20 +22,22 @@ import functools
 import json
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+from memwarden import repeats
 from memwarden.errors import InvalidInput
 
 MAX_SOURCES = 32  # kept per session (and so per memory); the rest are counted
 MAX_SOURCE_CHARS = 200
-MAX_VALUES_SCANNED = 64  # argument values looked at per call, for URLs and paths
-MAX_RESOLVED = 256  # real paths cached per session
+MAX_VALUES_SCANNED = 64  # argument values looked at per call, for URLs and paths (a file tool with more taints)
+MAX_RECALLED = 256  # untrusted memories whose text a session remembers (T7); one more taints
 MAX_MEMO = 4096  # tool names whose category a policy remembers
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s\"'<>]+", re.IGNORECASE)
 
@@ -171,19 +173,69 @@ def clean_url(url: str) -> str:
     return f"{parts.scheme.lower()}://{host}{port}{parts.path}"[:MAX_SOURCE_CHARS]
 
 
-def _strings(value: Any, budget: list[int]) -> Iterable[str]:
-    """String values inside a JSON-like value (bounded), for URL scanning."""
-    if budget[0] <= 0:
-        return
-    budget[0] -= 1
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v, budget)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v, budget)
+def _walk(values: Iterable[Any], budget: int) -> tuple[list[str], bool]:
+    """The strings inside JSON-like values (and the keys of nested objects), depth-first, without recursion, so
+    no nesting depth can make judging fail (T6). Looks at most ``budget`` values; ``False`` when some were left
+    unseen."""
+    out: list[str] = []
+    stack: list[Any] = list(values)
+    if len(stack) > budget:
+        return out, False
+    seen = 0
+    while stack:
+        v = stack.pop()
+        seen += 1
+        if seen > budget:
+            return out, False
+        if type(v) is str:
+            out.append(v)
+        elif isinstance(v, dict):
+            if len(v) * 2 + len(stack) + seen > budget:
+                return out, False
+            for k, x in v.items():
+                stack.append(k)
+                stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            if len(v) + len(stack) + seen > budget:
+                return out, False
+            stack.extend(v)
+    return out, True
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: an object that names a key twice is ambiguous — Python keeps the last value, a tool's
+    parser may read the first."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _DuplicateKey(key)
+    return out
+
+
+def _parse(arguments: Any) -> tuple[Any, str]:
+    """Arguments as given, or parsed from JSON text; and what makes them unjudgeable ("" when nothing)."""
+    if arguments is None:
+        return {}, ""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            if not arguments.strip():
+                arguments = {}
+            elif ("," in arguments) if isinstance(arguments, str) else (b"," in arguments):
+                arguments = json.loads(arguments, object_pairs_hook=_no_duplicates)
+            else:  # no comma: no object has two keys, so none names one twice
+                arguments = json.loads(arguments)
+        except _DuplicateKey as exc:
+            return None, f"arguments name the key {str(exc)[:40]!r} twice (ambiguous: a tool may read either value)"
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None, "arguments are not a JSON object (unparseable)"
+    if not isinstance(arguments, dict):
+        return None, "arguments are not a JSON object (unparseable)"
+    return arguments, ""
 
 
 _REASONS = {"mcp": "{name}: result of an MCP tool",
@@ -197,32 +249,65 @@ def _path_values(value: Any) -> list[Any]:
 
 _PROC_FD = "/proc/self/fd/"
 _O_PATH = getattr(os, "O_PATH", 0)
+_GLOB_MAGIC = re.compile(r"[*?\[{]")
 
 
-def _realpath(path: str) -> str:
-    """``os.path.realpath``, asking the kernel when it can: ``open(O_PATH)`` resolves symlinks and ``..`` exactly
-    as a later read would, and ``/proc/self/fd`` names the result — two system calls instead of an ``lstat`` per
-    component. A path that does not exist (or a system without ``/proc``) takes ``os.path.realpath``."""
+def _hard_linked(st: os.stat_result) -> bool:
+    """A regular file with more than one name: another of its names may be outside the workspace."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def _resolve(path: str, *, child: bool = False) -> tuple[str, bool]:
+    """(real path, whether it is a hard-linked file). Asks the kernel when it can: ``open(O_PATH)`` resolves
+    symlinks and ``..`` exactly as a read would, ``/proc/self/fd`` names the result and ``fstat`` gives its link
+    count. A path that does not exist (or a system without ``/proc``) takes ``os.path.realpath`` — except a
+    ``child`` (a plain name joined to a resolved root) that does not exist: nothing can be read through it."""
     if _O_PATH:
         try:
             fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return (path, False) if child else (os.path.realpath(path), False)
         except OSError:
-            return os.path.realpath(path)
+            return os.path.realpath(path), False
         try:
             real = os.readlink(_PROC_FD + str(fd))
+            linked = _hard_linked(os.fstat(fd))
         except OSError:
-            real = ""
+            real, linked = "", False
         finally:
             os.close(fd)
         if real.startswith("/") and not real.endswith(" (deleted)"):
-            return real
-    return os.path.realpath(path)
+            return real, linked
+    real = os.path.realpath(path)
+    try:
+        return real, _hard_linked(os.stat(real))
+    except OSError:
+        return real, False
+
+
+def _glob_base(pattern: str) -> str | None:
+    """The directory a glob pattern starts from (its components before the first wildcard), or ``None`` when the
+    pattern could leave it: ``..`` after a wildcard, or a brace group spanning a ``/``."""
+    parts = pattern.split("/")
+    i = next((j for j, part in enumerate(parts) if _GLOB_MAGIC.search(part)), None)
+    if i is None:
+        return pattern
+    for part in parts[i:]:
+        if ".." in part or part.count("{") != part.count("}"):
+            return None
+    base = "/".join(parts[:i])
+    return base or ("/" if pattern.startswith("/") else ".")
+
+
+def _clip(value: str) -> str:
+    return repr(value[:80])
 
 
 class Ledger:
-    """What one session ingested (T1): monotonic taint, its reasons and the sources seen."""
+    """What one session ingested (T1, T7): monotonic taint, its reasons, the sources seen, and the untrusted
+    memories recalled into it."""
 
-    __slots__ = ("_cache", "_calls", "_extra_sources", "_resolved", "_roots", "_sources", "changes", "policy",
+    __slots__ = ("_cache", "_calls", "_extra_sources", "_recalled", "_roots", "_sources", "changes", "policy",
                  "reasons", "tainted")
 
     def __init__(self, policy: TaintPolicy, workspace: Sequence[str]) -> None:
@@ -235,7 +320,7 @@ class Ledger:
         self._extra_sources = 0
         self._calls = 0
         self._cache: dict[str, tuple[str, str, TaintDecision | None]] = {}  # tool name → judgement
-        self._resolved: dict[str, str] = {}  # path argument → real path
+        self._recalled: dict[str, repeats.Text] = {}  # untrusted, served memory id → its words (T7)
         self.changes = 0  # bumped whenever taint or sources change (the session rebuilds its context then)
 
     @property
@@ -278,8 +363,18 @@ class Ledger:
         return known
 
     def record_tool_call(self, name: Any, arguments: Any = None, result_meta: Any = None) -> TaintDecision:
-        """Judge one tool call the agent made (before or after it ran); see the module docstring."""
+        """Judge one tool call the agent made (before or after it ran); see the module docstring. Never raises:
+        whatever goes wrong while judging a call taints the session (T6)."""
         self._calls += 1
+        try:
+            return self._judge_call(name, arguments, result_meta)
+        except Exception as exc:  # T6: any failure while judging an ingest taints
+            label = name[:MAX_SOURCE_CHARS] if isinstance(name, str) and name.strip() else "a tool call"
+            reason = f"{label}: the call could not be judged ({type(exc).__name__}; fail closed)"
+            self._taint(reason)
+            return TaintDecision(True, reason)
+
+    def _judge_call(self, name: Any, arguments: Any, result_meta: Any) -> TaintDecision:
         if type(name) is not str or not name or name != name.strip() or len(name) > MAX_SOURCE_CHARS:
             if not isinstance(name, str) or not name.strip():
                 self._taint("a tool call without a valid name")
@@ -287,34 +382,33 @@ class Ledger:
             name = name.strip()[:MAX_SOURCE_CHARS]
         self._source("tool:" + name)
         category, reason, plain = self._judge_name(name)
-        if arguments is None:
-            arguments = {}
-        elif isinstance(arguments, (str, bytes)):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except (ValueError, UnicodeDecodeError):
-                arguments = None
+        arguments, problem = _parse(arguments)
+        if problem:
+            reason = f"{name}: {problem}"
         seen: list[str] = []
-        if type(arguments) is dict:
-            for v in arguments.values():
-                if type(v) is str:
-                    if "://" in v:
-                        seen += [clean_url(m.group()) for m in _URL.finditer(v)]
-                elif isinstance(v, (dict, list, tuple)):
-                    seen += [clean_url(m.group()) for x in _strings(v, [MAX_VALUES_SCANNED]) if "://" in x
-                             for m in _URL.finditer(x)]
-        elif not isinstance(arguments, dict):
-            reason = f"{name}: arguments are not a JSON object (unparseable)"
+        if arguments is not None:
+            values = arguments.values()
+            if not all(type(x) is str for x in values):  # the common case: flat string arguments
+                values, _complete = _walk(values, MAX_VALUES_SCANNED)
+            for x in values:
+                if "://" in x:
+                    seen += [clean_url(m.group()) for m in _URL.finditer(x)]
+        meta_paths: list[str] = []
         if isinstance(result_meta, dict):
             for key in ("url", "urls", "source", "sources", "path", "paths"):
                 for v in _path_values(result_meta.get(key)):
                     if isinstance(v, str) and v:
-                        seen.append(clean_url(v) if "://" in v else v)
+                        if "://" in v:
+                            seen.append(clean_url(v))
+                        else:
+                            meta_paths.append(v)
             if result_meta.get("untrusted") is True and not reason:
                 reason = f"{name}: its result was marked untrusted by the application"
-        if category == "path" and not reason and isinstance(arguments, dict):
-            reason, paths = self._judge_paths(name, arguments)
+        if category == "path" and not reason and arguments is not None:
+            reason, paths = self._judge_paths(name, arguments, meta_paths)
             seen += paths
+        else:
+            seen += meta_paths
         for x in seen:
             self._source(x)
         if reason:
@@ -323,45 +417,133 @@ class Ledger:
             return plain  # the common case: one immutable decision per tool name
         return TaintDecision(bool(reason), reason or f"{name}: trusted ({category})", tuple(seen))
 
-    def _judge_paths(self, name: str, arguments: dict[str, Any]) -> tuple[str, list[str]]:
+    def _judge_paths(self, name: str, arguments: dict[str, Any], meta_paths: list[str]) -> tuple[str, list[str]]:
+        """T1 for a file tool: every argument is judged, every time (nothing is cached: a path may become a
+        symlink between two calls). The values of the policy's path arguments must be paths (or lists of them),
+        every other string inside the arguments is judged as a path too, and a path the application names in
+        ``result_meta`` as well."""
         path_args = self.policy.path_argument_set
-        keys = [k for k in arguments if k in path_args]
-        if not keys:
+        named: list[str] = []
+        other: list[Any] = []
+        for key, value in arguments.items():
+            if key not in path_args:
+                other.append(value)
+                continue
+            for v in _path_values(value):
+                if type(v) is not str or not v or "\x00" in v:
+                    return f"{name}: {str(key)[:40]} is not a usable path (fail closed)", []
+                named.append(v)
+        if not named:
             return f"{name}: no path argument to check against the workspace (fail closed)", []
+        strings: list[str] = []
+        if other:
+            strings, complete = _walk(other, MAX_VALUES_SCANNED - len(named))
+            if not complete:
+                return f"{name}: more argument values than can be judged ({MAX_VALUES_SCANNED}; fail closed)", []
         resolved: list[str] = []
-        for key in keys:
-            for value in _path_values(arguments[key]):
-                if not isinstance(value, str) or not value or "\x00" in value:
-                    return f"{name}: {key} is not a usable path (fail closed)", resolved
-                real = self._real(value)
+        kept = len(named) + len(meta_paths)  # the real paths of these are sources; of other strings only if bad
+        for i, value in enumerate(named + meta_paths + strings if meta_paths or strings else named):
+            if not value or "\x00" in value:
+                continue  # only other strings can be empty or hold NUL: the named ones were checked above
+            why, real = self._judge_path(value)
+            if real and (i < kept or why):
                 resolved.append(real)
-                if not any(real == root or real.startswith(prefix) for root, prefix in self._roots):
-                    where = "no workspace roots are set" if not self._roots else "outside the workspace"
-                    return f"{name}: {real} is {where}", resolved
+            if why:
+                return f"{name}: {why}", resolved
         return "", resolved
 
-    def _real(self, value: str) -> str:
-        """The real path (symlinks and ``..`` resolved as the kernel resolves them), cached per ledger."""
-        real = self._resolved.get(value)
-        if real is None:
-            p = os.path.expanduser(value)
-            if not os.path.isabs(p):
-                p = os.path.join(self._roots[0][0] if self._roots else os.getcwd(), p)
-            real = self._resolved[value] = _realpath(p)
-            if len(self._resolved) > MAX_RESOLVED:
-                self._resolved.pop(next(iter(self._resolved)))
-        return real
+    def _judge_path(self, value: str) -> tuple[str, str]:
+        """(why it taints or "", its real path or "") for one path-like value: a path, a glob pattern (its base
+        directory is judged, and the literal path too), a ``file:`` URI or ``!``-negated pattern."""
+        v = value[1:] if value[:1] == "!" else value
+        if v[:1] in "fF" and v[:5].lower() == "file:":
+            try:
+                parts = urlsplit(v)
+            except ValueError:
+                return f"{_clip(value)} is not a usable file URI (fail closed)", ""
+            if parts.netloc.lower() not in ("", "localhost"):
+                return f"{_clip(value)} names a file on another host (fail closed)", ""
+            v = unquote(parts.path)
+            if not v or "\x00" in v:
+                return f"{_clip(value)} is not a usable file URI (fail closed)", ""
+        elif "://" in v:
+            return f"{_clip(value)} is a URL, not a path in the workspace (fail closed)", ""
+        targets = [v]
+        if _GLOB_MAGIC.search(v):
+            base = _glob_base(v)
+            if base is None:
+                return f"{_clip(value)} is a pattern that can match outside its base directory (fail closed)", ""
+            targets.insert(0, base)
+        real = ""
+        for target in targets:
+            real, linked = self._real(target)
+            if not any(real == root or real.startswith(prefix) for root, prefix in self._roots):
+                where = "no workspace roots are set" if not self._roots else "outside the workspace"
+                return f"{real} is {where}", real
+            if linked:
+                return f"{real} is a hard-linked file (another of its names may be outside the workspace; " \
+                       "fail closed)", real
+        return "", real
+
+    def _real(self, value: str) -> tuple[str, bool]:
+        """(real path, hard-linked file?) of a path argument: symlinks and ``..`` resolved as the kernel resolves
+        them, a relative path against the first workspace root. Never cached."""
+        p = os.path.expanduser(value) if value[:1] == "~" else value
+        if p[:1] != "/":
+            root = self._roots[0][0] if self._roots else os.getcwd()
+            return _resolve(os.path.join(root, p), child="/" not in p and p not in (".", ".."))
+        return _resolve(p)
 
     def record_ingest(self, source: Any, kind: Any) -> TaintDecision:
         """Content that did not come through a tool call: ``kind`` says what it is (``user`` for the user's own
         words; ``paste``, ``attachment``, ``document``, ``email``, … taint unless the policy trusts them)."""
         self._calls += 1
-        src = source if isinstance(source, str) and source else "(unnamed)"
-        src = clean_url(src) if "://" in src else src[:MAX_SOURCE_CHARS]
-        kind_s = kind if isinstance(kind, str) and kind else "(no kind)"
-        self._source(f"{kind_s}:{src}")
-        if kind_s in self.policy.trusted_ingest:
-            return TaintDecision(False, f"ingested {kind_s} content: trusted", (src,))
-        reason = f"ingested {kind_s} content from {src}"
+        try:
+            src = source if isinstance(source, str) and source else "(unnamed)"
+            src = clean_url(src) if "://" in src else src[:MAX_SOURCE_CHARS]
+            kind_s = kind if isinstance(kind, str) and kind else "(no kind)"
+            self._source(f"{kind_s}:{src}")
+            if kind_s in self.policy.trusted_ingest:
+                return TaintDecision(False, f"ingested {kind_s} content: trusted", (src,))
+            reason = f"ingested {kind_s} content from {src}"
+        except Exception as exc:  # T6: any failure while judging an ingest taints
+            reason = f"ingested content that could not be judged ({type(exc).__name__}; fail closed)"
+            src = "(unnamed)"
         self._taint(reason)
         return TaintDecision(True, reason, (src,))
+
+    # --- T7: recalled memory is ingested content -------------------------------------------------------------
+
+    def record_recall(self, memory_id: str, trust: str, approval: str, content: str, via: str) -> None:
+        """A memory reached the session (block, search, view). A trusted one changes nothing. An untrusted one
+        that is served anyway is ingest: approved automatically (``auto``, or anything but an operator), it taints
+        the session; approved by an operator, it does not, but its text is remembered so that a save repeating
+        it is untrusted too (:meth:`repeats`). Never raises: a failure taints."""
+        if trust != "untrusted":
+            return
+        try:
+            if not (isinstance(approval, str) and approval.startswith("operator:")):
+                self._taint(f"recalled the automatically approved memory {memory_id} ({via})")
+                self._source(f"memory:{memory_id}")
+                return
+            if memory_id in self._recalled:
+                return
+            if len(self._recalled) >= MAX_RECALLED:
+                self._taint(f"recalled more than {MAX_RECALLED} untrusted memories (too many to track; fail closed)")
+                return
+            self._recalled[memory_id] = repeats.text(content)
+        except Exception as exc:  # T6
+            self._taint(f"a recalled memory could not be judged ({type(exc).__name__}; fail closed)")
+
+    @property
+    def recalled(self) -> bool:
+        """Whether any untrusted (operator-approved) memory reached this session."""
+        return bool(self._recalled)
+
+    def repeats(self, content: Any) -> tuple[str, ...]:
+        """The ids of untrusted memories recalled into this session whose text ``content`` repeats, in whole or in
+        part (:func:`memwarden.repeats.overlaps`)."""
+        if not self._recalled or not isinstance(content, str):
+            return ()
+        new = repeats.text(content)
+        return tuple(mid for mid, served in self._recalled.items() if repeats.overlaps(new, served))

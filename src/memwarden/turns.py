@@ -19,8 +19,6 @@ never refused for its size.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -117,10 +115,8 @@ def read_turns(messages: Iterable[Any]) -> Turns:
             tool, args = _field(fn, "name"), _field(fn, "arguments")
             if not isinstance(tool, str) or not tool:
                 raise InvalidInput(f"message {index}: a tool call needs a function name")
-            if isinstance(args, str):
-                # unparseable arguments are passed on as text: the ledger taints on them (T1)
-                with contextlib.suppress(json.JSONDecodeError, RecursionError):
-                    args = json.loads(args) if args.strip() else {}
+            # JSON text is passed on as it is: the ledger parses it, and taints on text it cannot judge —
+            # unparseable, too deep, or naming a key twice (T1)
             out.parts.append(ToolCall(index, tool, args))
     return out
 

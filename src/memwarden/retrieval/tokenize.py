@@ -99,6 +99,15 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as :func:`terms` reads them (NFKC, case folded, accents stripped, identifiers split),
+    neither stemmed nor with stop words dropped: texts with the same words say the same thing in the same order.
+    Equal words imply equal terms, so such texts share their near-duplicate key."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return [f for f in map(_fold, _words(text)) if f]
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, at most ``MAX_QUERY_TERMS``; stop words only if nothing else is left."""
     found = list(dict.fromkeys(terms(text)))

@@ -431,6 +431,18 @@ class SqliteBackend:
         tx.execute("DELETE FROM memory_links WHERE derived_id = ?", (memory_id,))
 
     @staticmethod
+    def untrusted_with_keys(tx: Tx, dup_keys: Sequence[int], where: str, params: Sequence[object],
+                            exclude: str | None, limit: int = 16) -> list[tuple[object, ...]]:
+        """Untrusted or held records (``where``: the caller's scope filter) whose near-duplicate key is one of
+        ``dup_keys`` (T7: a save repeating one inherits its trust). One index probe on ``memory_dupkeys`` drives:
+        nothing else is read when no record has the key."""
+        marks = ",".join("?" * len(dup_keys))
+        return tx.execute(
+            f"SELECT {SELECT_COLS} FROM memory_dupkeys d CROSS JOIN memories m NOT INDEXED ON m.rowid = d.rowid"
+            f" WHERE d.dup IN ({marks}) AND {where} AND (m.trust = 'untrusted' OR m.status = 'review')"
+            " AND m.id != ? LIMIT ?", (*dup_keys, *params, exclude or "", limit)).fetchall()
+
+    @staticmethod
     def derived_from(tx: Tx, memory_id: str) -> list[str]:
         """Records derived from ``memory_id``: by the link table and by the signed ``derived_from`` column."""
         rows = tx.execute(
