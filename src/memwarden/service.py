@@ -42,6 +42,7 @@ from memwarden.records import (
     Status,
     Trust,
     content_hash,
+    iso,
     now_ms,
     sensitivity_level,
 )
@@ -68,7 +69,8 @@ MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the 
 MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
-_BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from"})
+_BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from",
+                        "restore", "hold"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,8 @@ class _Spec:
     note: str | None
     evict_lowest: bool
     derived_versions: Mapping[str, int] | None = None
+    restore: Record | None = None
+    hold: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +263,8 @@ class MemoryService:
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
               expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
               note: str | None = None, evict_lowest: bool = False,
-              derived_versions: Mapping[str, int] | None = None) -> WriteResult:
+              derived_versions: Mapping[str, int] | None = None, restore: Record | None = None,
+              hold: str | None = None) -> WriteResult:
         """gate → taint → sign → store → audit, in one transaction. Saves a new record, or (with ``update_id``
         and ``expected_version``) a new version of an existing one. ``derived_versions`` (consolidation, Q4):
         the version of each ``derived_from`` input as the caller read it; if any differs, nothing is stored.
@@ -268,13 +273,17 @@ class MemoryService:
         ``update_id`` (T3: it becomes active, keeps its trust, and records the approver), and ``replaces``
         removes that record in the same transaction (an approved revision); ``note`` is kept in the audit log.
         ``evict_lowest`` (extracted facts, T4/D1): at capacity, evict the lowest-confidence extracted record of
-        the kind instead of failing."""
+        the kind instead of failing. ``restore`` (operator import of a signed export, T2/R2): the record as this
+        store signed it, stored again with its id, version, times, status and provenance — after the gate, the
+        taint checks, the capacity check, a fresh signature and an audit event, like any write (see
+        :meth:`_restored`). ``hold`` (any caller: it only takes trust away): store the record untrusted and held
+        for review with this reason, whatever the policy (no ``auto_approve_untrusted``)."""
         events: list[Event] = []
         work = self._write_work(ctx, content, events, kind=kind, confidence=confidence, sensitivity=sensitivity,
                                 ttl_days=ttl_days, due_at=due_at, metadata=metadata, derived_from=derived_from,
                                 update_id=update_id, expected_version=expected_version, approval=approval,
                                 replaces=replaces, note=note, evict_lowest=evict_lowest,
-                                derived_versions=derived_versions)
+                                derived_versions=derived_versions, restore=restore, hold=hold)
         result = self._transact(work)
         self._commit_events(events)
         self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
@@ -323,7 +332,8 @@ class MemoryService:
                     due_at: int | None = None, metadata: Any = None, derived_from: Sequence[str] = (),
                     update_id: str | None = None, expected_version: int | None = None, approval: str | None = None,
                     replaces: str | None = None, note: str | None = None, evict_lowest: bool = False,
-                    derived_versions: Mapping[str, int] | None = None) -> Callable[[Tx], WriteResult]:
+                    derived_versions: Mapping[str, int] | None = None,
+                    restore: Record | None = None, hold: str | None = None) -> Callable[[Tx], WriteResult]:
         """Validate one write and return its transaction work (gate → taint → sign → store → audit)."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
@@ -344,6 +354,8 @@ class MemoryService:
                         why="approval is an operator action; an agent cannot approve memories (T3)")
         if approval is not None and (update_id is None or not approval.startswith("operator:")):
             raise InvalidInput("approval promotes a held record: pass update_id and approval='operator:<id>'")
+        if restore is not None:
+            self._check_restore(ctx, restore, content, kind, update_id, derived_from)
         if isinstance(kind, str) and kind in Kind.__members__.values():
             days = self.policy.retention_days(kind, ttl_days)
         else:
@@ -352,9 +364,13 @@ class MemoryService:
                      due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
                      expected_version=expected_version, approval=approval, replaces=replaces,
                      note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest,
-                     derived_versions=derived_versions)
+                     derived_versions=derived_versions, restore=restore,
+                     hold=hold if isinstance(hold, str) and hold.strip() else None)
         # An update without a confidence keeps the current one.
-        candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
+        # A restore is judged as the record was when it was saved: by the (verified) source it came from.
+        source = (restore.provenance.source_type if restore is not None
+                  and restore.provenance.source_type in _SOURCE_TYPES else ctx.source_type)
+        candidate = Candidate(content, kind, source, metadata, 1.0 if confidence is UNSET else confidence)
 
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
@@ -366,7 +382,11 @@ class MemoryService:
                                        " reject it instead")
                 events.append(self._reject(tx, ctx, content, verdict, update_id))
                 return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
-            if update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
+            if restore is not None:
+                present = self._restore_present(tx, restore, verdict)
+                if present is not None:
+                    return present
+            elif update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
                 dup = self._near_duplicate(tx, ctx, candidate, verdict, sens, events)  # Q3 (text only)
                 if dup is not None:
                     return dup
@@ -414,6 +434,9 @@ class MemoryService:
         if self_written:
             trust = Trust.UNTRUSTED  # T5: procedures are authored by people or imported, never self-written
             why = why or "procedures written by an agent are held until an operator reviews them (T5)"
+        if spec.hold is not None:  # the caller holds it for a person, whatever the policy (an import of held text)
+            trust, why = Trust.UNTRUSTED, why or spec.hold
+        auto = not self_written and spec.hold is None  # may auto_approve_untrusted make it active?
         size = len(content.encode("utf-8"))
         metadata = spec.metadata
         update_id = spec.update_id
@@ -431,7 +454,9 @@ class MemoryService:
                             "revises": old.id, "revises_version": old.version}
                 why = f"{why}; proposed as a revision of {old.id}, which stays in use meanwhile"
                 old, update_id = None, None
-        if old is None:
+        if spec.restore is not None:
+            record, why = self._restored(tx, ctx, verdict, events, spec.restore, content)
+        elif old is None:
             derived, inherited = self._check_derived(tx, ctx, spec.derived_from, spec.derived_versions)
             if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
                 trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
@@ -442,7 +467,7 @@ class MemoryService:
                 why = why or "the same text is already held for review in this scope"
             self._check_capacity(tx, ctx, kind, size, events, evict_lowest=spec.evict_lowest,
                                  confidence=candidate.confidence)
-            status, approval = self._status(trust, verdict, auto=not self_written)
+            status, approval = self._status(trust, verdict, auto=auto)
             record = Record(
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
@@ -459,7 +484,7 @@ class MemoryService:
                 why = ""
             else:
                 least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
-                status, approval = self._status(least, verdict, auto=not self_written)
+                status, approval = self._status(least, verdict, auto=auto)
                 if least == Trust.UNTRUSTED and not why:
                     why = "it revises a memory that came from untrusted content"
                 prov = self._provenance(ctx, least, approval)
@@ -475,7 +500,7 @@ class MemoryService:
         # copying every field again (dataclasses.replace is a measurable part of a save).
         object.__setattr__(record, "signature", self.signer.sign_record(record))
         # 4. store
-        if old is None:
+        if old is None or spec.restore is not None:
             self.backend.insert(tx, record)
         else:
             self.backend.replace(tx, record, now)
@@ -494,6 +519,8 @@ class MemoryService:
             details["approval"] = record.provenance.approval
         if spec.note:
             details["note"] = spec.note[:1000]
+        if spec.restore is not None:
+            details["restored"] = True  # stored again from a signed export, with its own id, version and times
         events.append(self._audit(tx, ctx, name, record.id, details))
         if spec.replaces is not None:
             where, params = scope_clause(ctx.scope, read_shared=False)  # S4: only a record of the same scope
@@ -502,6 +529,89 @@ class MemoryService:
                 raise NotFound(f"no memory {spec.replaces} in {ctx.scope} to replace")
             self._delete_tx(tx, ctx, spec.replaces, "removed", events,
                             reason=f"replaced by the approved revision {record.id}")
+        return record, why
+
+    # --- restore (import of a signed export: T2, R2, D3) ----------------------------------------------------------
+
+    def _check_restore(self, ctx: Context, restore: Record, content: Any, kind: Any, update_id: str | None,
+                       derived_from: Sequence[str]) -> None:
+        """What a restore must be before its transaction: an operator's, of exactly the record's content and kind,
+        into exactly the record's scope, and not expired (D2)."""
+        if not _is_operator(ctx):
+            self.refuse(ctx, "restore_refused", restore.id, via="write",
+                        why="restoring a record with its provenance is an operator action (T3)")
+        if update_id is not None or derived_from:
+            raise InvalidInput("a restore stores one record as it was: no update_id or derived_from")
+        if content != restore.content or kind != restore.kind:
+            raise InvalidInput(f"restore of {restore.id}: the content and kind must be the record's own")
+        p, s = restore.provenance, ctx.scope
+        if (p.tenant, p.user, p.agent) != (s.tenant, s.user, s.agent_key):
+            raise InvalidInput(f"memory {restore.id} belongs to {Scope(p.tenant, p.user, p.agent or None)}; "
+                               "a signed record is restored only into its own scope")
+        if restore.expires_at <= now_ms():
+            raise InvalidInput(f"memory {restore.id} expired on {iso(restore.expires_at)}; an expired memory is "
+                               "not restored (D2)")
+
+    def _restore_present(self, tx: Tx, restore: Record, verdict: Verdict) -> WriteResult | None:
+        """An id already in the store: the same version of the same record is left as it is (re-importing an
+        export is idempotent); anything else is refused. An id the audit log knows but the store does not hold
+        was deleted (or its row removed around the API): never restored (D3)."""
+        row = tx.execute("SELECT version, content_hash, status, tenant, user_id, agent FROM memories WHERE id = ?",
+                         (restore.id,)).fetchone()
+        p = restore.provenance
+        if row is not None:
+            if tuple(row[:2]) == (restore.version, restore.content_hash) and tuple(row[3:]) == (p.tenant, p.user,
+                                                                                                   p.agent):
+                return WriteResult("review" if row[2] == Status.REVIEW else "accepted", restore.id, restore.version,
+                                   verdict, "already in the store at this version: nothing written")
+            raise InvalidInput(f"memory {restore.id} already exists in this store (version {row[0]}); a restore "
+                               "never overwrites a record")
+        gone = latest_lifecycle(tx, [restore.id]).get(restore.id)
+        if gone is not None:
+            raise InvalidInput(f"memory {restore.id} was deleted from this store ({gone[0]}); a deleted memory is "
+                               "not restored (D3)")
+        return None
+
+    def _restored(self, tx: Tx, ctx: Context, verdict: Verdict, events: list[Event], r: Record,
+                  content: str) -> tuple[Record, str]:
+        """The record a restore stores: ``r`` with its id, version, times, metadata and provenance, except that
+        it is never more trusted or less held than the write path makes it now — held stays held (T2), the
+        trust is the least of the record's and the import's, a gate "review" or a change by the gate holds it,
+        and text already held in the scope is not laundered by a restore either. Returns it and why it is held."""
+        kind = r.kind
+        why = verdict.reason() if verdict.verdict == REVIEW else ""
+        trust = Trust.UNTRUSTED if Trust.UNTRUSTED in (ctx.trust, r.provenance.trust) else Trust.TRUSTED
+        lowered_why = "; ".join(ctx.taint[:3]) or "imported from an untrusted source"
+        if r.derived_from:  # D3: a derived record needs its inputs here, or deleting them could not reach it
+            where, params = scope_clause(ctx.scope, read_shared=False)
+            ids = list(r.derived_from)
+            rows = tx.execute(f"SELECT m.id, m.trust FROM memories m WHERE {where}"
+                              f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
+            missing = sorted(set(ids) - {str(x[0]) for x in rows})
+            if missing:
+                raise InvalidInput(f"memory {r.id} is derived from {', '.join(missing)}, not in this scope; "
+                                   "import its inputs first")
+            if trust == Trust.TRUSTED and any(x[1] == Trust.UNTRUSTED for x in rows):
+                trust, lowered_why = Trust.UNTRUSTED, "derived from untrusted memories"
+        chash = content_hash(content)
+        if trust == Trust.TRUSTED and self._held_copy(tx, ctx, kind, chash):
+            trust, lowered_why = Trust.UNTRUSTED, "the same text is already held for review in this scope"
+        self._check_capacity(tx, ctx, kind, len(content.encode("utf-8")), events)
+        lowered = trust != r.provenance.trust
+        if r.status == Status.REVIEW:
+            why = why or "it was held for operator review when it was exported"
+        elif content != r.content:
+            why = why or "the write gate changed it on import"
+        elif lowered and not self.policy.auto_approve_untrusted:
+            why = why or lowered_why
+        approval = r.provenance.approval
+        if lowered or why:
+            approval = "none" if why else "auto"  # auto: only under the opt-in auto_approve_untrusted policy (T3)
+        record = Record(
+            id=r.id, version=r.version, kind=kind, content=content, content_hash=chash, metadata=r.metadata,
+            confidence=r.confidence, sensitivity=r.sensitivity, created_at=r.created_at, updated_at=r.updated_at,
+            expires_at=r.expires_at, due_at=r.due_at, status=Status.REVIEW if why else r.status,
+            derived_from=r.derived_from, provenance=replace(r.provenance, trust=trust, approval=approval))
         return record, why
 
     @staticmethod
