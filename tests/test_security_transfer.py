@@ -214,3 +214,70 @@ def test_T3_cli_import_default_is_untrusted_and_trusted_needs_a_token(tmp_path: 
                        input='{"content": "User prefers green tea", "kind": "preference"}\n')
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["accepted"] == 1
+
+
+# --- item 9: ranking is an oracle for hidden text (S3, T2) -----------------------------------------------------
+
+PROBE_SHORT = "Codename Zephyr"  # wins on length when both probe words are equally rare
+PROBE_LONG = "Codename Quasar project notes"
+
+
+def _probe_order(store: MemoryService, scope: memwarden.Scope = SCOPE) -> list[str]:
+    with store.session(scope) as s:
+        return [r.content for r in s.search("Zephyr Quasar", k=2)]
+
+
+def _probe_scope(store: MemoryService, scope: memwarden.Scope = SCOPE) -> None:
+    with store.session(scope) as s:
+        for i in range(10):
+            s.save(f"Meeting notes about topic {i} and the weekly plan", kind="episode")
+        s.save(PROBE_SHORT, kind="episode")  # the agent's two probe saves
+        s.save(PROBE_LONG, kind="episode")
+
+
+def test_S3_bm25_order_does_not_reveal_held_words(store: MemoryService, db_path: Path) -> None:
+    """The finding: BM25 statistics included held records, so two probe saves and the order of one search told
+    an agent whether a hidden memory contains a word. The order is the same with and without hidden records
+    holding the word — in the service that saw them arrive (postings kept in step) and after a reopen (built)."""
+    _probe_scope(store)
+    assert _probe_order(store) == [PROBE_SHORT, PROBE_LONG]
+    for _ in range(3):
+        _held(store, "The Zephyr account password hint is the cat's name")
+    assert _probe_order(store) == [PROBE_SHORT, PROBE_LONG]
+    with memwarden.open(db_path) as fresh:
+        assert _probe_order(fresh) == [PROBE_SHORT, PROBE_LONG]
+
+
+def test_S3_bm25_order_does_not_reveal_words_above_clearance(store: MemoryService, db_path: Path) -> None:
+    _probe_scope(store)
+    assert _probe_order(store) == [PROBE_SHORT, PROBE_LONG]
+    for level in ("confidential", "secret", "secret"):
+        store.write(_op_ctx(), "Project Zephyr is the acquisition of Globex", sensitivity=level, kind="episode")
+    assert _probe_order(store) == [PROBE_SHORT, PROBE_LONG]
+    with memwarden.open(db_path) as fresh:
+        assert _probe_order(fresh) == [PROBE_SHORT, PROBE_LONG]
+        with fresh.session(SCOPE, clearance="secret") as s:  # a caller who may see them ranks with them
+            assert "Project Zephyr is the acquisition of Globex" in [r.content for r in s.search("Zephyr", k=3)]
+
+
+def test_S3_promoted_record_joins_the_statistics_and_expired_one_leaves(
+        store: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What may be seen changes without a reopen: a promotion adds the record to the statistics (index_log), an
+    expiry removes it (D2) — the cached postings follow both."""
+    _probe_scope(store)
+    held = [_held(store, "Zephyr Zephyr notes") for _ in range(3)]
+    assert _probe_order(store) == [PROBE_SHORT, PROBE_LONG]
+    op = _operator(store)
+    for mid in held:
+        review.promote(store, op, mid)
+    # visible now: Zephyr is common in what the agent may see, so the probe with the rarer word ranks first
+    with store.session(SCOPE) as s:
+        order = [r.content for r in s.search("Zephyr Quasar", k=5)]
+    assert order.index(PROBE_LONG) < order.index(PROBE_SHORT)
+    later = now_ms() + 40 * DAY_MS  # every record above expires after 30 days
+    monkeypatch.setattr("memwarden.service.now_ms", lambda: later)
+    monkeypatch.setattr("memwarden.retrieval.postings.now_ms", lambda: later)
+    monkeypatch.setattr("memwarden.retrieval.hybrid.now_ms", lambda: later)
+    with store.session(SCOPE) as s:
+        assert s.search("Zephyr Quasar", k=5) == []
+    assert all(not sp.n_alive for sp in store.retrieval.postings._scopes.values())
