@@ -281,3 +281,66 @@ def test_S3_promoted_record_joins_the_statistics_and_expired_one_leaves(
     with store.session(SCOPE) as s:
         assert s.search("Zephyr Quasar", k=5) == []
     assert all(not sp.n_alive for sp in store.retrieval.postings._scopes.values())
+
+
+# --- item 12: capacity error leaks and locks (S3, D1); item 15: its previews are reads (A2) --------------------
+
+
+def _capped(db_path: Path, entries: int = 2) -> MemoryService:
+    limits = {**memwarden.Policy().limits, "fact": memwarden.KindLimits(max_entries=entries, max_bytes=100_000)}
+    return memwarden.open(db_path, policy=memwarden.Policy(limits=limits))
+
+
+def test_S3_capacity_error_lists_only_what_the_caller_may_see(db_path: Path) -> None:
+    """The finding: the capacity error listed ids and sizes of held and above-clearance records."""
+    with _capped(db_path) as store:
+        with store.session(SCOPE, clearance="confidential") as s:
+            secret = s.save("Salary band is seven", sensitivity="confidential").id
+        held = _held(store, "User's bank is Example Bank")
+        with store.session(SCOPE) as s:
+            mine = s.save("User likes tea").id
+            with pytest.raises(memwarden.CapacityError) as err:
+                s.save("User likes coffee")
+            out = s.call_tool("memory_save", {"content": "User likes juice"})
+        dumped = json.dumps(err.value.to_dict()) + json.dumps(out)
+        assert [e["id"] for e in err.value.entries] == [mine] and out["entries"] == err.value.entries
+        for hidden in (secret, held):
+            assert hidden not in dumped
+        assert len(b"Salary band is seven") not in [e["bytes"] for e in err.value.entries]
+
+
+def test_D1_held_records_do_not_fill_the_kind_for_clean_sessions(db_path: Path) -> None:
+    """The finding: held records counted toward the agent's capacity, so a tainted session filled a kind that
+    clean sessions then could neither save to nor clear. Held records have a budget of their own."""
+    with _capped(db_path) as store:
+        for i in range(2):
+            _held(store, f"Injected fact number {i} about the vendor")
+        with store.session(SCOPE) as s:
+            s.record_tool_call("web_fetch", {"url": "https://attacker.example/more"})
+            with pytest.raises(memwarden.CapacityError) as err:  # the review queue is full: nothing listed
+                s.save("Injected fact number 2 about the vendor")
+            assert err.value.held and err.value.entries == [] and "operator" in str(err.value)
+        with store.session(SCOPE) as s:  # a clean session saves as if nothing were held
+            assert [s.save(f"User fact {i}").status for i in range(2)] == ["accepted", "accepted"]
+            with pytest.raises(memwarden.CapacityError) as full:
+                s.save("User fact 2")
+            assert len(full.value.entries) == 2
+            assert len(s.clear("fact")) == 2  # and can clear what it may see
+            assert s.save("User fact 3").status == "accepted"
+        op = _operator(store)  # promoting moves a record into the served budget, which must have room
+        first, second = (item.id for item in review.queue(store, op, user="u-42"))
+        assert review.promote(store, op, first).status == "accepted"  # served: 2 of 2
+        with pytest.raises(memwarden.CapacityError):
+            review.promote(store, op, second)
+
+
+def test_A2_capacity_error_previews_are_logged_as_reads(db_path: Path) -> None:
+    """The finding: capacity-error previews reached the agent without a read event."""
+    with _capped(db_path, entries=1) as store, store.session(SCOPE) as s:
+        mid = s.save("User likes tea").id
+        assert mid
+        assert s.call_tool("memory_save", {"content": "User likes coffee"})["error"] == "capacity"
+        reads = [r for r in audit.reads_of(store.backend, mid) if r["session_id"] == s.id]
+        assert reads, "the preview reached the session without a read event"
+        row = audit.log_rows(store.backend, event="read")[-1]
+        assert row["details"]["via"] == "capacity_error" and row["details"]["ids"] == [mid]

@@ -284,7 +284,11 @@ class MemoryService:
                                 update_id=update_id, expected_version=expected_version, approval=approval,
                                 replaces=replaces, note=note, evict_lowest=evict_lowest,
                                 derived_versions=derived_versions, restore=restore, hold=hold)
-        result = self._transact(work)
+        try:
+            result = self._transact(work)
+        except CapacityError as exc:
+            self._capacity_read(ctx, exc)
+            raise
         self._commit_events(events)
         self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
         return result
@@ -324,6 +328,9 @@ class MemoryService:
             for _i, _w, mine in works:
                 events += mine
         self._commit_events(events)
+        for r in out:
+            if isinstance(r, CapacityError):
+                self._capacity_read(ctx, r)
         self.retrieval.flush(ctx)
         return [r for r in out if r is not None]
 
@@ -465,9 +472,9 @@ class MemoryService:
             if trust == Trust.TRUSTED and self._held_copy(tx, ctx, kind, chash):
                 trust = Trust.UNTRUSTED  # T2: saying a held memory again from a clean session does not launder it
                 why = why or "the same text is already held for review in this scope"
-            self._check_capacity(tx, ctx, kind, size, events, evict_lowest=spec.evict_lowest,
-                                 confidence=candidate.confidence)
             status, approval = self._status(trust, verdict, auto=auto)
+            self._check_capacity(tx, ctx, kind, size, events, held=status == Status.REVIEW,
+                                 evict_lowest=spec.evict_lowest, confidence=candidate.confidence)
             record = Record(
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
@@ -475,7 +482,6 @@ class MemoryService:
                 status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval),
             )
         else:
-            self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
             if spec.approval is not None:
                 if content != old.content:
                     raise InvalidInput("a promotion cannot change the content; promote it as it is, or reject it")
@@ -488,6 +494,11 @@ class MemoryService:
                 if least == Trust.UNTRUSTED and not why:
                     why = "it revises a memory that came from untrusted content"
                 prov = self._provenance(ctx, least, approval)
+            # D1: the new version takes room in the budget of its status (held records have their own); a
+            # promotion moves the record from the held budget into the served one
+            moved = status != old.status
+            self._check_capacity(tx, ctx, kind, size if moved else size - old.size_bytes, events, adding=moved,
+                                 held=status == Status.REVIEW)
             record = replace(
                 old, version=old.version + 1, content=content, content_hash=content_hash(content),
                 metadata=metadata if metadata is not None else old.metadata,
@@ -556,15 +567,15 @@ class MemoryService:
         """An id already in the store: the same version of the same record is left as it is (re-importing an
         export is idempotent); anything else is refused. An id the audit log knows but the store does not hold
         was deleted (or its row removed around the API): never restored (D3)."""
-        row = tx.execute("SELECT version, content_hash, status, tenant, user_id, agent FROM memories WHERE id = ?",
-                         (restore.id,)).fetchone()
+        stored = self.backend.stored_version(tx, restore.id)
         p = restore.provenance
-        if row is not None:
-            if tuple(row[:2]) == (restore.version, restore.content_hash) and tuple(row[3:]) == (p.tenant, p.user,
-                                                                                                   p.agent):
-                return WriteResult("review" if row[2] == Status.REVIEW else "accepted", restore.id, restore.version,
+        if stored is not None:
+            version, chash, status, where = stored
+            if (version, chash) == (restore.version, restore.content_hash) and (
+                    where.tenant, where.user, where.agent_key) == (p.tenant, p.user, p.agent):
+                return WriteResult("review" if status == Status.REVIEW else "accepted", restore.id, restore.version,
                                    verdict, "already in the store at this version: nothing written")
-            raise InvalidInput(f"memory {restore.id} already exists in this store (version {row[0]}); a restore "
+            raise InvalidInput(f"memory {restore.id} already exists in this store (version {version}); a restore "
                                "never overwrites a record")
         gone = latest_lifecycle(tx, [restore.id]).get(restore.id)
         if gone is not None:
@@ -583,20 +594,16 @@ class MemoryService:
         trust = Trust.UNTRUSTED if Trust.UNTRUSTED in (ctx.trust, r.provenance.trust) else Trust.TRUSTED
         lowered_why = "; ".join(ctx.taint[:3]) or "imported from an untrusted source"
         if r.derived_from:  # D3: a derived record needs its inputs here, or deleting them could not reach it
-            where, params = scope_clause(ctx.scope, read_shared=False)
-            ids = list(r.derived_from)
-            rows = tx.execute(f"SELECT m.id, m.trust FROM memories m WHERE {where}"
-                              f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
-            missing = sorted(set(ids) - {str(x[0]) for x in rows})
+            inputs = self.backend.trust_in_scope(tx, ctx.scope, r.derived_from)
+            missing = sorted(set(r.derived_from) - set(inputs))
             if missing:
                 raise InvalidInput(f"memory {r.id} is derived from {', '.join(missing)}, not in this scope; "
                                    "import its inputs first")
-            if trust == Trust.TRUSTED and any(x[1] == Trust.UNTRUSTED for x in rows):
+            if trust == Trust.TRUSTED and Trust.UNTRUSTED in inputs.values():
                 trust, lowered_why = Trust.UNTRUSTED, "derived from untrusted memories"
         chash = content_hash(content)
         if trust == Trust.TRUSTED and self._held_copy(tx, ctx, kind, chash):
             trust, lowered_why = Trust.UNTRUSTED, "the same text is already held for review in this scope"
-        self._check_capacity(tx, ctx, kind, len(content.encode("utf-8")), events)
         lowered = trust != r.provenance.trust
         if r.status == Status.REVIEW:
             why = why or "it was held for operator review when it was exported"
@@ -607,11 +614,13 @@ class MemoryService:
         approval = r.provenance.approval
         if lowered or why:
             approval = "none" if why else "auto"  # auto: only under the opt-in auto_approve_untrusted policy (T3)
+        status = Status.REVIEW if why else r.status
+        self._check_capacity(tx, ctx, kind, len(content.encode("utf-8")), events, held=status == Status.REVIEW)
         record = Record(
             id=r.id, version=r.version, kind=kind, content=content, content_hash=chash, metadata=r.metadata,
             confidence=r.confidence, sensitivity=r.sensitivity, created_at=r.created_at, updated_at=r.updated_at,
-            expires_at=r.expires_at, due_at=r.due_at, status=Status.REVIEW if why else r.status,
-            derived_from=r.derived_from, provenance=replace(r.provenance, trust=trust, approval=approval))
+            expires_at=r.expires_at, due_at=r.due_at, status=status, derived_from=r.derived_from,
+            provenance=replace(r.provenance, trust=trust, approval=approval))
         return record, why
 
     @staticmethod
@@ -691,43 +700,53 @@ class MemoryService:
         return tuple(dict.fromkeys(ids)), least
 
     def _check_capacity(self, tx: Tx, ctx: Context, kind: str, extra_bytes: int, events: list[Event],
-                        adding: bool = True, *, evict_lowest: bool = False, confidence: Any = 1.0) -> None:
-        """D1: fail with every entry listed, after purging expired ones; ``evict_lowest`` (extracted facts only)
-        evicts extracted records of lower confidence instead, lowest first."""
+                        adding: bool = True, *, held: bool = False, evict_lowest: bool = False,
+                        confidence: Any = 1.0) -> None:
+        """D1: fail, after purging expired records, with every entry the caller may see listed; ``evict_lowest``
+        (extracted facts only) evicts extracted records of lower confidence instead, lowest first. ``held``: the
+        record will be held for review, which takes room in the scope's held budget, never in the served one
+        (so a tainted session cannot fill a kind that clean sessions then cannot save to)."""
         lim = self.policy.limits_for(kind)
+        max_entries, max_bytes = lim.held_limits() if held else (lim.max_entries, lim.max_bytes)
         key = (ctx.scope.tenant, ctx.scope.user, ctx.scope.agent_key, kind)
-        usage_sql = "SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
         purged = False
         for _attempt in range(MAX_EVICTIONS + 2):
-            row = tx.execute(usage_sql, key).fetchone() or (0, 0)
-            entries, used = row[0] + (1 if adding else 0), row[1] + extra_bytes
-            if entries <= lim.max_entries and used <= lim.max_bytes:
+            n, b = self.backend.usage(tx, ctx.scope, kind)  # every status
+            entries, used = n + (1 if adding else 0), b + extra_bytes
+            if not held and entries <= max_entries and used <= max_bytes:
+                return  # fits even counting the held records (the common case: no second query)
+            held_n, held_b = self.backend.held_usage(tx, ctx.scope, kind)
+            n, b = (held_n, held_b) if held else (n - held_n, b - held_b)
+            entries, used = n + (1 if adding else 0), b + extra_bytes
+            if entries <= max_entries and used <= max_bytes:
                 return
             if not purged:
                 purged = True
                 if self._purge_expired(tx, ctx, key, events):
                     continue
-            if not (evict_lowest and self._evict_one(tx, ctx, key, confidence, events)):
+            if held or not (evict_lowest and self._evict_one(tx, ctx, key, confidence, events)):
                 break  # nothing expired or evictable to make room
-        limit = (f"at most {lim.max_entries} entries" if entries > lim.max_entries
-                 else f"at most {lim.max_bytes} bytes")
-        rows = tx.execute(
-            f"SELECT {SELECT_COLS} FROM memories m"
-            " WHERE m.tenant=? AND m.user_id=? AND m.agent=? AND m.kind=? ORDER BY m.updated_at, m.id", key).fetchall()
-        served = {r.id for r in self._serve(ctx, rows, tx=tx)}
+        limit = f"at most {max_entries} entries" if entries > max_entries else f"at most {max_bytes} bytes"
+        if held:
+            raise CapacityError(kind, limit + " held", [], held=True)  # none of them is the caller's to see
+        # S3: only what the caller may see, selected in SQL (scope, active, unexpired, within clearance)
+        rows = self.backend.visible_of_kind(tx, ctx.scope, kind, ctx.clearance, now_ms())
+        served = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         entries_out = []
-        for row in rows:  # every entry is listed (D1); only verified, visible ones show their content
-            rec = decode_row(row)
-            mid = str(row[0])
-            if mid not in served or rec is None:
-                entries_out.append({"id": mid, "bytes": None, "preview": "(failed verification)"})
-            elif rec.status == Status.REVIEW:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(held for operator review)"})
-            elif rec.sensitivity > ctx.clearance:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(above your clearance)"})
+        for row in rows:  # every entry the caller may see is listed (D1); only verified ones show their content
+            rec = served.get(str(row[0]))
+            if rec is None:
+                entries_out.append({"id": str(row[0]), "bytes": None, "preview": "(failed verification)"})
             else:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": rec.preview(80)})
+                entries_out.append({"id": rec.id, "bytes": rec.size_bytes, "preview": rec.preview(80)})
         raise CapacityError(kind, limit, entries_out)
+
+    def _capacity_read(self, ctx: Context, exc: CapacityError) -> None:
+        """A2: the previews a capacity error carries reach the caller (a tool result): a read event with their
+        ids, logged after the failed write's transaction (which rolled back)."""
+        ids = [e["id"] for e in exc.entries if e.get("bytes") is not None]
+        if ids:
+            self.record_event(ctx, "read", {"via": "capacity_error", "kind": exc.kind, "ids": ids})
 
     def _evict_one(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], confidence: Any,
                    events: list[Event]) -> bool:
