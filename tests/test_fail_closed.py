@@ -188,7 +188,8 @@ def test_t5_imported_procedures_carry_a_risk_assessment(store: MemoryService) ->
              json.dumps({"content": "Clean up: sudo rm -rf /var/tmp/build before each build", "kind": "procedure",
                          "metadata": {"triggers": ["clean up"]}}),
              json.dumps({"content": "No triggers here", "kind": "procedure"})]
-    report = import_jsonl(store, SCOPE, lines, source_label="playbooks.jsonl")
+    _, vouch = create_token(store, "operator", "acme", name="importer")  # T3: a trusted import needs one
+    report = import_jsonl(store, SCOPE, lines, source_label="playbooks.jsonl", trusted=True, principal=vouch)
     statuses = [o.status for o in report.outcomes]
     assert statuses == ["accepted", "review", "error"]
     low, high = (store.operator_get(o.id or "") for o in report.outcomes[:2])

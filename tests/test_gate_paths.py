@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import memwarden
 from memwarden import audit
+from memwarden.auth import create_token
 from memwarden.cli import app
 from memwarden.service import Context, MemoryService
 from memwarden.transfer import import_jsonl
@@ -60,7 +61,8 @@ def test_g1_cli_save_runs_the_content_rules(tmp_path: Path) -> None:
 
 def test_g1_import_runs_the_content_rules(store: MemoryService, scope: memwarden.Scope) -> None:
     lines = [json.dumps({"content": POISON}), json.dumps({"content": "User prefers tea", "kind": "preference"})]
-    report = import_jsonl(store, scope, lines, source_label="backup.jsonl")
+    report = import_jsonl(store, scope, lines, source_label="backup.jsonl", trusted=True,
+                          principal=create_token(store, "operator", "acme")[1])  # T3: trusted needs a credential
     assert (report.accepted, report.rejected) == (1, 1)
     assert _stored(store, POISON) == 0
 

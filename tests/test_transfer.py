@@ -12,6 +12,7 @@ import pytest
 
 import memwarden
 from memwarden import audit
+from memwarden.auth import Principal, create_token
 from memwarden.ids import new_id
 from memwarden.records import now_ms
 from memwarden.service import Context, MemoryService
@@ -41,6 +42,11 @@ def _save(
     return res.id
 
 
+def _operator(store: MemoryService, tenant: str = "acme") -> Principal:
+    """An operator credential: importing unsigned lines as trusted needs one (T3)."""
+    return create_token(store, "operator", tenant)[1]
+
+
 def _lines(store: MemoryService, *args: object, **kw: object) -> list[dict[str, object]]:
     return [json.loads(line) for line in export_jsonl(store, *args, **kw)]  # type: ignore[arg-type]
 
@@ -53,7 +59,9 @@ def test_export_jsonl_lines_are_record_dicts(store: MemoryService, scope: memwar
     lines = list(export_jsonl(store, "acme", "u-42"))
     assert len(lines) == 1 and "\n" not in lines[0]
     rec = json.loads(lines[0])
+    signed = rec.pop("signed")  # exact times and the export MAC (a signed export re-imports losslessly)
     assert rec == store.operator_get(mid).to_dict()
+    assert set(signed) == {"format", "created_at", "updated_at", "expires_at", "due_at", "mac"}
 
 
 def test_t2_export_excludes_held_by_default(store: MemoryService, scope: memwarden.Scope) -> None:
@@ -165,7 +173,8 @@ def test_g1_import_goes_through_the_gate(store: MemoryService, scope: memwarden.
             }
         ),
     ]
-    report = import_jsonl(store, scope, lines, source_label="backup.jsonl")
+    report = import_jsonl(store, scope, lines, source_label="backup.jsonl", trusted=True,
+                          principal=_operator(store))
     assert (report.accepted, report.review, report.rejected, len(report.errors)) == (2, 0, 3, 0)
     assert [o.rules for o in report.outcomes if o.status == "rejected"] == [
         ("record.empty",),
@@ -233,7 +242,7 @@ def test_g1_import_reports_bad_lines_and_keeps_going(store: MemoryService, scope
         "   ",
         '{"content": "still imported"}',
     ]
-    report = import_jsonl(store, scope, lines, source_label="t")
+    report = import_jsonl(store, scope, lines, source_label="t", trusted=True, principal=_operator(store))
     errors = {o.line: o.message for o in report.errors}
     assert sorted(errors) == list(range(1, 13))
     assert "not valid JSON" in errors[1]
@@ -258,7 +267,8 @@ def test_g1_import_round_trip(store: MemoryService) -> None:
     _save(store, src, "Renew the TLS certificate", kind="reminder", due_at=now_ms() + DAY_MS)
     _save(store, src, "Deploys run on Tuesday", sensitivity="confidential", metadata={"k": "v"})
     dst = memwarden.Scope("acme", "u-42", "restored")
-    report = import_jsonl(store, dst, export_jsonl(store, "acme", "u-42", "support"), source_label="export")
+    report = import_jsonl(store, dst, export_jsonl(store, "acme", "u-42", "support"), source_label="export",
+                          trusted=True, principal=_operator(store))  # into another scope: new records
     assert report.ok and report.accepted == 3
 
     def essence(agent: str) -> set[tuple[object, ...]]:  # exports carry times to the second
@@ -280,7 +290,7 @@ def test_g1_import_capacity_error_is_per_line(db_path: Path) -> None:
         lines = [json.dumps({"content": f"fact {i}"}) for i in range(3)] + [
             json.dumps({"content": "a preference", "kind": "preference"})
         ]
-        report = import_jsonl(store, scope, lines, source_label="t")
+        report = import_jsonl(store, scope, lines, source_label="t", trusted=True, principal=_operator(store))
         assert report.accepted == 3
         assert [(o.line, o.status) for o in report.errors] == [(3, "error")]
         assert "memory is full" in report.errors[0].message
@@ -302,8 +312,9 @@ def test_g1_import_commits_in_batches_with_every_line_through_the_gate(db_path: 
         lines[30] = json.dumps({"content": "fact NUMBER 29 about the warehouse 203."})  # near-duplicate of 29
         lines[40] = json.dumps({"content": "Clean up: sudo rm -rf /var/tmp/build before each build",
                                 "kind": "procedure", "metadata": {"triggers": ["clean up"]}})  # high risk: held
+        op = _operator(store)
         commits = store.backend.commits
-        report = import_jsonl(store, scope, lines, source_label="bulk.jsonl")
+        report = import_jsonl(store, scope, lines, source_label="bulk.jsonl", trusted=True, principal=op)
         assert [o.line for o in report.outcomes] == list(range(1, n + 1))  # every line reported, in order
         by_line = {o.line: o for o in report.outcomes}
         assert by_line[11].status == "error" and "not valid JSON" in by_line[11].message

@@ -1039,7 +1039,8 @@ def export(
         typer.Option(
             "--format",
             "-f",
-            help="jsonl: one record per line (re-importable); md: a report a person can read.",
+            help="jsonl: one signed record per line (re-imports losslessly into this store); md: a report a "
+            "person can read.",
         ),
     ] = ExportFormat.JSONL,
     out: Annotated[
@@ -1062,7 +1063,9 @@ def export(
 ) -> None:
     """Export the live memories of a scope as JSONL or readable Markdown.
 
-    Expired, deleted and unverifiable memories are never exported; held ones only with --include-held."""
+    Expired, deleted and unverifiable memories are never exported; held ones only with --include-held. Each
+    JSONL line is signed with the store's key: `memwarden import` into the same scope restores it exactly (id,
+    times, status, trust); anywhere else, or edited, it is imported as untrusted new content."""
     from memwarden.transfer import ALL_AGENTS, AgentSelector, export_jsonl, export_markdown
 
     scope = require_scope(tenant, user, agent)
@@ -1111,20 +1114,35 @@ def import_(
         typer.Argument(
             metavar="FILE|-",
             show_default=False,
-            help='JSONL file, or - for stdin. Each line: {"content": …} with optional kind, confidence, '
-            "sensitivity, ttl_days, due, metadata. Any other field (provenance) is ignored.",
+            help='JSONL file, or - for stdin: an export of this store (signed lines are restored as they were), or '
+            'lines {"content": …} with optional kind, confidence, sensitivity, ttl_days, due, metadata (any '
+            "other field, provenance included, is ignored).",
         ),
     ],
     tenant: TenantOpt = None,
     user: UserOpt = None,
     agent: AgentOpt = None,
+    trusted: Annotated[
+        bool,
+        typer.Option(
+            "--trusted",
+            help="Vouch for the file as an operator: lines not restored from this store's signature are stored "
+            "trusted instead of held. Needs an operator token of the tenant (--token). Lines marked held or "
+            "untrusted, and lines whose signature does not verify, are held anyway.",
+        ),
+    ] = False,
     untrusted: Annotated[
         bool,
         typer.Option(
             "--untrusted",
-            help="The file comes from an untrusted source: hold every record for operator review.",
+            help="The file comes from an untrusted source: hold every record for operator review, signed ones too.",
         ),
     ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", envvar="MEMWARDEN_TOKEN", show_default=False,
+                     help="Operator token for --trusted (default: $MEMWARDEN_TOKEN)."),
+    ] = None,
     source: Annotated[
         str | None,
         typer.Option(
@@ -1135,16 +1153,24 @@ def import_(
 ) -> None:
     """Import JSONL memories into a scope through the write gate.
 
-    Provenance in the file is ignored: records get source_type=import and this file as their source. Exits 1
-    if any line was rejected or not understood; every other line is still imported."""
+    Lines exported by this store (their signature verifies under its key) into the scope they came from are
+    restored as they were: same id, times, expiry, due date, status (held stays held), trust and approval; a
+    re-import changes nothing. Every other line gets source_type=import and this file as its source, and is
+    held for operator review unless --trusted (with an operator token). Exits 1 if any line was rejected or
+    not understood; every other line is still imported."""
+    from memwarden import auth
     from memwarden.transfer import import_jsonl
 
     scope = require_scope(tenant, user, agent)
+    if trusted and untrusted:
+        raise CliError("--trusted and --untrusted contradict each other; pass one", EXIT_USAGE)
     label = source or ("stdin" if file == "-" else str(Path(file).expanduser().resolve()))
     if file != "-" and not Path(file).is_file():
         raise CliError(f"no such file: {file}")
     service = _state(ctx).service()
-    report = import_jsonl(service, scope, _read_lines(file), source_label=label, trusted=not untrusted)
+    principal = auth.authenticate(service, token) if trusted else None
+    report = import_jsonl(service, scope, _read_lines(file), source_label=label,
+                          trusted=True if trusted else False if untrusted else None, principal=principal)
     if as_json:
         _echo_json(report.to_dict())
     else:
@@ -1157,6 +1183,8 @@ def import_(
         summary.add_row(Text("held for operator review", style="yellow"), str(report.review))
         summary.add_row(Text("rejected by the write gate", style="red"), str(report.rejected))
         summary.add_row(Text("not understood", style="red"), str(len(report.errors)))
+        if report.restored:
+            summary.add_row(Text("… of them restored from this store's signature", style="dim"), str(report.restored))
         if report.blank_lines:
             summary.add_row(Text("blank (skipped)", style="dim"), str(report.blank_lines))
         con.print(summary)
@@ -1168,14 +1196,21 @@ def import_(
             for o in report.failed:
                 table.add_row(str(o.line), o.status, Text(one_line(o.message)))
             con.print(table)
+        if report.unverified:
+            con.print(Text(f"{_n(len(report.unverified), 'line')} carried a signature this store cannot verify "
+                           f"(lines {', '.join(str(o.line) for o in report.unverified[:20])}): held for review",
+                           style="yellow"))
         if report.ignored_fields:
             con.print(
                 Text(
-                    "ignored fields (provenance is never taken from a file): "
+                    "ignored fields (provenance is never taken from an unsigned file): "
                     + ", ".join(printable(f) for f in sorted(report.ignored_fields)),
                     style="dim",
                 )
             )
+        if not trusted and not untrusted and any(o.status == "review" and not o.restored for o in report.outcomes):
+            con.print(Text("unsigned lines are held for review: promote them with `memwarden review`, or import "
+                           "with --trusted and an operator token", style="dim"))
     if report.failed:
         total = len(report.outcomes)
         raise CliError(

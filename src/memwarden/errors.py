@@ -54,15 +54,24 @@ class CapacityError(MemwardenError):
 
     code = "capacity"
 
-    def __init__(self, kind: str, limit: str, entries: list[dict[str, Any]]) -> None:
-        self.kind, self.limit, self.entries = kind, limit, entries
+    def __init__(self, kind: str, limit: str, entries: list[dict[str, Any]], *, held: bool = False) -> None:
+        self.kind, self.limit, self.entries, self.held = kind, limit, entries, held
+        if held:  # the review queue's own budget: only an operator can make room in it
+            super().__init__(
+                f"too many memories of kind '{kind}' are held for operator review ({limit}); nothing more can be "
+                "held until an operator reviews them (`memwarden review list`)"
+            )
+            return
         super().__init__(
             f"memory is full for kind '{kind}' ({limit}); remove or replace one of the "
             f"{len(entries)} entries listed, then retry"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "kind": self.kind, "limit": self.limit, "entries": self.entries}
+        out = {**super().to_dict(), "kind": self.kind, "limit": self.limit, "entries": self.entries}
+        if self.held:
+            out["held"] = True
+        return out
 
 
 class HeldForReview(MemwardenError):

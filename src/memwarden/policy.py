@@ -14,6 +14,15 @@ class KindLimits:
     max_entries: int
     max_bytes: int
     retention_days: int = 30  # default TTL for records of this kind (1..365)
+    # D1/T2: records held for review have a budget of their own per scope and kind (default: the same size as
+    # the active one), so a tainted session filling the review queue never takes room from what is served.
+    held_entries: int | None = None
+    held_bytes: int | None = None
+
+    def held_limits(self) -> tuple[int, int]:
+        """(entries, bytes) held records of one scope and kind may take."""
+        return (self.max_entries if self.held_entries is None else self.held_entries,
+                self.max_bytes if self.held_bytes is None else self.held_bytes)
 
 
 DEFAULT_LIMITS: dict[str, KindLimits] = {

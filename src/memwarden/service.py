@@ -43,6 +43,7 @@ from memwarden.records import (
     Status,
     Trust,
     content_hash,
+    iso,
     now_ms,
     sensitivity_level,
 )
@@ -74,7 +75,8 @@ MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 MAX_REPEATS = 8  # ids of repeated untrusted memories kept in a record's sources and its audit event (T7)
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
-_BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from"})
+_BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from",
+                        "restore", "hold"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,8 @@ class _Spec:
     note: str | None
     evict_lowest: bool
     derived_versions: Mapping[str, int] | None = None
+    restore: Record | None = None
+    hold: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +283,8 @@ class MemoryService:
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
               expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
               note: str | None = None, evict_lowest: bool = False,
-              derived_versions: Mapping[str, int] | None = None) -> WriteResult:
+              derived_versions: Mapping[str, int] | None = None, restore: Record | None = None,
+              hold: str | None = None) -> WriteResult:
         """gate → taint → sign → store → audit, in one transaction. Saves a new record, or (with ``update_id``
         and ``expected_version``) a new version of an existing one. ``derived_versions`` (consolidation, Q4):
         the version of each ``derived_from`` input as the caller read it; if any differs, nothing is stored.
@@ -288,14 +293,22 @@ class MemoryService:
         ``update_id`` (T3: it becomes active, keeps its trust, and records the approver), and ``replaces``
         removes that record in the same transaction (an approved revision); ``note`` is kept in the audit log.
         ``evict_lowest`` (extracted facts, T4/D1): at capacity, evict the lowest-confidence extracted record of
-        the kind instead of failing."""
+        the kind instead of failing. ``restore`` (operator import of a signed export, T2/R2): the record as this
+        store signed it, stored again with its id, version, times, status and provenance — after the gate, the
+        taint checks, the capacity check, a fresh signature and an audit event, like any write (see
+        :meth:`_restored`). ``hold`` (any caller: it only takes trust away): store the record untrusted and held
+        for review with this reason, whatever the policy (no ``auto_approve_untrusted``)."""
         events: list[Event] = []
         work = self._write_work(ctx, content, events, kind=kind, confidence=confidence, sensitivity=sensitivity,
                                 ttl_days=ttl_days, due_at=due_at, metadata=metadata, derived_from=derived_from,
                                 update_id=update_id, expected_version=expected_version, approval=approval,
                                 replaces=replaces, note=note, evict_lowest=evict_lowest,
-                                derived_versions=derived_versions)
-        result = self._transact(work)
+                                derived_versions=derived_versions, restore=restore, hold=hold)
+        try:
+            result = self._transact(work)
+        except CapacityError as exc:
+            self._capacity_read(ctx, exc)
+            raise
         self._commit_events(events)
         self.retrieval.flush(ctx)  # embedder failures met while indexing: events after the commit
         return result
@@ -335,6 +348,9 @@ class MemoryService:
             for _i, _w, mine in works:
                 events += mine
         self._commit_events(events)
+        for r in out:
+            if isinstance(r, CapacityError):
+                self._capacity_read(ctx, r)
         self.retrieval.flush(ctx)
         return [r for r in out if r is not None]
 
@@ -343,7 +359,8 @@ class MemoryService:
                     due_at: int | None = None, metadata: Any = None, derived_from: Sequence[str] = (),
                     update_id: str | None = None, expected_version: int | None = None, approval: str | None = None,
                     replaces: str | None = None, note: str | None = None, evict_lowest: bool = False,
-                    derived_versions: Mapping[str, int] | None = None) -> Callable[[Tx], WriteResult]:
+                    derived_versions: Mapping[str, int] | None = None,
+                    restore: Record | None = None, hold: str | None = None) -> Callable[[Tx], WriteResult]:
         """Validate one write and return its transaction work (gate → taint → sign → store → audit)."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
@@ -367,6 +384,8 @@ class MemoryService:
                         why="approval is an operator action; an agent cannot approve memories (T3)")
         if approval is not None and (update_id is None or not approval.startswith("operator:")):
             raise InvalidInput("approval promotes a held record: pass update_id and approval='operator:<id>'")
+        if restore is not None:
+            self._check_restore(ctx, restore, content, kind, update_id, derived_from)
         if isinstance(kind, str) and kind in Kind.__members__.values():
             days = self.policy.retention_days(kind, ttl_days)
         else:
@@ -375,9 +394,13 @@ class MemoryService:
                      due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
                      expected_version=expected_version, approval=approval, replaces=replaces,
                      note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest,
-                     derived_versions=derived_versions)
+                     derived_versions=derived_versions, restore=restore,
+                     hold=hold if isinstance(hold, str) and hold.strip() else None)
         # An update without a confidence keeps the current one.
-        candidate = Candidate(content, kind, ctx.source_type, metadata, 1.0 if confidence is UNSET else confidence)
+        # A restore is judged as the record was when it was saved: by the (verified) source it came from.
+        source = (restore.provenance.source_type if restore is not None
+                  and restore.provenance.source_type in _SOURCE_TYPES else ctx.source_type)
+        candidate = Candidate(content, kind, source, metadata, 1.0 if confidence is UNSET else confidence)
 
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
@@ -394,7 +417,11 @@ class MemoryService:
                 if limited:
                     self._count_rejection(tx, ctx, events)
                 return WriteResult("rejected", None, None, verdict, f"not saved: {verdict.reason()}")
-            if update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
+            if restore is not None:
+                present = self._restore_present(tx, restore, verdict)
+                if present is not None:
+                    return present
+            elif update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
                 dup = self._near_duplicate(tx, ctx, candidate, verdict, sens, events)  # Q3 (text only)
                 if dup is not None:
                     return dup
@@ -459,9 +486,10 @@ class MemoryService:
             trust = Trust.UNTRUSTED  # T5: procedures are authored by people or imported, never self-written
             why = why or "procedures written by an agent are held until an operator reviews them (T5)"
         # T7: text that repeats an untrusted or held memory (in the store, or recalled into this session) is as
-        # untrusted as that memory; a promotion keeps its text and a derived record inherits from its inputs (Q4)
+        # untrusted as that memory; a promotion keeps its text, a derived record inherits from its inputs (Q4) and
+        # a restored one keeps the provenance its signed export proves
         echo = None
-        if spec.approval is None and not spec.derived_from:
+        if spec.approval is None and not spec.derived_from and spec.restore is None:
             echo = self._repeat_of(tx, ctx, content, spec.update_id)
         repeated = tuple(dict.fromkeys([*ctx.repeats, *([echo.record.id] if echo else [])]))
         if repeated and trust == Trust.TRUSTED:
@@ -471,6 +499,9 @@ class MemoryService:
             else:
                 why = why or (f"it repeats the untrusted memory {repeated[0]}"
                               f"{' recalled in this session' if repeated[0] in ctx.repeats else ''} (T7)")
+        if spec.hold is not None:  # the caller holds it for a person, whatever the policy (an import of held text)
+            trust, why = Trust.UNTRUSTED, why or spec.hold
+        auto = not self_written and spec.hold is None  # may auto_approve_untrusted make it active?
         size = len(content.encode("utf-8"))
         metadata = spec.metadata
         update_id = spec.update_id
@@ -488,19 +519,21 @@ class MemoryService:
                             "revises": old.id, "revises_version": old.version}
                 why = f"{why}; proposed as a revision of {old.id}, which stays in use meanwhile"
                 old, update_id = None, None
-        if old is None:
+        if spec.restore is not None:
+            record, why = self._restored(tx, ctx, verdict, events, spec.restore, content)
+        elif old is None:
             derived, inherited = self._check_derived(tx, ctx, spec.derived_from, spec.derived_versions)
             if inherited == Trust.UNTRUSTED and trust == Trust.TRUSTED:
                 trust = Trust.UNTRUSTED  # Q4: a derived record is as untrusted as its least trusted input
                 why = why or "derived from untrusted memories"
             chash = content_hash(content)
-            self._check_capacity(tx, ctx, kind, size, events, evict_lowest=spec.evict_lowest,
-                                 confidence=candidate.confidence)
-            status, approval = self._status(trust, verdict, auto=not self_written)
+            status, approval = self._status(trust, verdict, auto=auto)
             if echo is not None and repeated:
                 status, approval = self._repeat_status(ctx, echo, repeated, status, approval,
-                                                       plain=spec.update_id is None and not self_written
+                                                       plain=spec.update_id is None and auto
                                                        and verdict.verdict != REVIEW)
+            self._check_capacity(tx, ctx, kind, size, events, held=status == Status.REVIEW,
+                                 evict_lowest=spec.evict_lowest, confidence=candidate.confidence)
             record = Record(
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
@@ -508,7 +541,6 @@ class MemoryService:
                 status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval, repeated),
             )
         else:
-            self._check_capacity(tx, ctx, kind, size - old.size_bytes, events, adding=False)
             if spec.approval is not None:
                 if content != old.content:
                     raise InvalidInput("a promotion cannot change the content; promote it as it is, or reject it")
@@ -517,12 +549,17 @@ class MemoryService:
                 why = ""
             else:
                 least = Trust.UNTRUSTED if Trust.UNTRUSTED in (trust, old.provenance.trust) else Trust.TRUSTED
-                status, approval = self._status(least, verdict, auto=not self_written)
+                status, approval = self._status(least, verdict, auto=auto)
                 if echo is not None and echo.record.status == Status.REVIEW:
                     status, approval = Status.REVIEW, "none"  # held stays held (T7)
                 if least == Trust.UNTRUSTED and not why:
                     why = "it revises a memory that came from untrusted content"
                 prov = self._provenance(ctx, least, approval, repeated)
+            # D1: the new version takes room in the budget of its status (held records have their own); a
+            # promotion moves the record from the held budget into the served one
+            moved = status != old.status
+            self._check_capacity(tx, ctx, kind, size if moved else size - old.size_bytes, events, adding=moved,
+                                 held=status == Status.REVIEW)
             record = replace(
                 old, version=old.version + 1, content=content, content_hash=content_hash(content),
                 metadata=metadata if metadata is not None else old.metadata,
@@ -535,7 +572,7 @@ class MemoryService:
         # copying every field again (dataclasses.replace is a measurable part of a save).
         object.__setattr__(record, "signature", self.signer.sign_record(record))
         # 4. store
-        if old is None:
+        if old is None or spec.restore is not None:
             self.backend.insert(tx, record)
         else:
             self.backend.replace(tx, record, now)
@@ -556,6 +593,8 @@ class MemoryService:
             details["repeats"] = list(repeated[:MAX_REPEATS])
         if spec.note:
             details["note"] = spec.note[:1000]
+        if spec.restore is not None:
+            details["restored"] = True  # stored again from a signed export, with its own id, version and times
         events.append(self._audit(tx, ctx, name, record.id, details))
         if spec.replaces is not None:
             where, params = scope_clause(ctx.scope, read_shared=False)  # S4: only a record of the same scope
@@ -564,6 +603,91 @@ class MemoryService:
                 raise NotFound(f"no memory {spec.replaces} in {ctx.scope} to replace")
             self._delete_tx(tx, ctx, spec.replaces, "removed", events,
                             reason=f"replaced by the approved revision {record.id}")
+        return record, why
+
+    # --- restore (import of a signed export: T2, R2, D3) ----------------------------------------------------------
+
+    def _check_restore(self, ctx: Context, restore: Record, content: Any, kind: Any, update_id: str | None,
+                       derived_from: Sequence[str]) -> None:
+        """What a restore must be before its transaction: an operator's, of exactly the record's content and kind,
+        into exactly the record's scope, and not expired (D2)."""
+        if not _is_operator(ctx):
+            self.refuse(ctx, "restore_refused", restore.id, via="write",
+                        why="restoring a record with its provenance is an operator action (T3)")
+        if update_id is not None or derived_from:
+            raise InvalidInput("a restore stores one record as it was: no update_id or derived_from")
+        if content != restore.content or kind != restore.kind:
+            raise InvalidInput(f"restore of {restore.id}: the content and kind must be the record's own")
+        p, s = restore.provenance, ctx.scope
+        if (p.tenant, p.user, p.agent) != (s.tenant, s.user, s.agent_key):
+            raise InvalidInput(f"memory {restore.id} belongs to {Scope(p.tenant, p.user, p.agent or None)}; "
+                               "a signed record is restored only into its own scope")
+        if restore.expires_at <= now_ms():
+            raise InvalidInput(f"memory {restore.id} expired on {iso(restore.expires_at)}; an expired memory is "
+                               "not restored (D2)")
+
+    def _restore_present(self, tx: Tx, restore: Record, verdict: Verdict) -> WriteResult | None:
+        """An id already in the store: the same version of the same record is left as it is (re-importing an
+        export is idempotent); anything else is refused. An id the audit log knows but the store does not hold
+        was deleted (or its row removed around the API): never restored (D3)."""
+        stored = self.backend.stored_version(tx, restore.id)
+        p = restore.provenance
+        if stored is not None:
+            version, chash, status, where = stored
+            if (version, chash) == (restore.version, restore.content_hash) and (
+                    where.tenant, where.user, where.agent_key) == (p.tenant, p.user, p.agent):
+                return WriteResult("review" if status == Status.REVIEW else "accepted", restore.id, restore.version,
+                                   verdict, "already in the store at this version: nothing written")
+            raise InvalidInput(f"memory {restore.id} already exists in this store (version {version}); a restore "
+                               "never overwrites a record")
+        gone = latest_lifecycle(tx, [restore.id]).get(restore.id)
+        if gone is not None:
+            raise InvalidInput(f"memory {restore.id} was deleted from this store ({gone[0]}); a deleted memory is "
+                               "not restored (D3)")
+        return None
+
+    def _restored(self, tx: Tx, ctx: Context, verdict: Verdict, events: list[Event], r: Record,
+                  content: str) -> tuple[Record, str]:
+        """The record a restore stores: ``r`` with its id, version, times, metadata and provenance, except that
+        it is never more trusted or less held than the write path makes it now — held stays held (T2), the
+        trust is the least of the record's and the import's, a gate "review" or a change by the gate holds it,
+        and text already held in the scope is not laundered by a restore either. Returns it and why it is held."""
+        kind = r.kind
+        why = verdict.reason() if verdict.verdict == REVIEW else ""
+        trust = Trust.UNTRUSTED if Trust.UNTRUSTED in (ctx.trust, r.provenance.trust) else Trust.TRUSTED
+        lowered_why = "; ".join(ctx.taint[:3]) or "imported from an untrusted source"
+        if r.derived_from:  # D3: a derived record needs its inputs here, or deleting them could not reach it
+            inputs = self.backend.trust_in_scope(tx, ctx.scope, r.derived_from)
+            missing = sorted(set(r.derived_from) - set(inputs))
+            if missing:
+                raise InvalidInput(f"memory {r.id} is derived from {', '.join(missing)}, not in this scope; "
+                                   "import its inputs first")
+            if trust == Trust.TRUSTED and Trust.UNTRUSTED in inputs.values():
+                trust, lowered_why = Trust.UNTRUSTED, "derived from untrusted memories"
+        chash = content_hash(content)
+        echo = self._repeat_of(tx, ctx, content, None) if trust == Trust.TRUSTED else None
+        if echo is not None:  # T7: a restore does not launder text held or untrusted in this scope either
+            trust = Trust.UNTRUSTED
+            lowered_why = ("the same text is already held for review in this scope"
+                           if echo.record.status == Status.REVIEW else f"it repeats the untrusted memory "
+                           f"{echo.record.id} (T7)")
+        lowered = trust != r.provenance.trust
+        if r.status == Status.REVIEW:
+            why = why or "it was held for operator review when it was exported"
+        elif content != r.content:
+            why = why or "the write gate changed it on import"
+        elif lowered and not self.policy.auto_approve_untrusted:
+            why = why or lowered_why
+        approval = r.provenance.approval
+        if lowered or why:
+            approval = "none" if why else "auto"  # auto: only under the opt-in auto_approve_untrusted policy (T3)
+        status = Status.REVIEW if why else r.status
+        self._check_capacity(tx, ctx, kind, len(content.encode("utf-8")), events, held=status == Status.REVIEW)
+        record = Record(
+            id=r.id, version=r.version, kind=kind, content=content, content_hash=chash, metadata=r.metadata,
+            confidence=r.confidence, sensitivity=r.sensitivity, created_at=r.created_at, updated_at=r.updated_at,
+            expires_at=r.expires_at, due_at=r.due_at, status=status, derived_from=r.derived_from,
+            provenance=replace(r.provenance, trust=trust, approval=approval))
         return record, why
 
     @staticmethod
@@ -685,43 +809,53 @@ class MemoryService:
         return tuple(dict.fromkeys(ids)), least
 
     def _check_capacity(self, tx: Tx, ctx: Context, kind: str, extra_bytes: int, events: list[Event],
-                        adding: bool = True, *, evict_lowest: bool = False, confidence: Any = 1.0) -> None:
-        """D1: fail with every entry listed, after purging expired ones; ``evict_lowest`` (extracted facts only)
-        evicts extracted records of lower confidence instead, lowest first."""
+                        adding: bool = True, *, held: bool = False, evict_lowest: bool = False,
+                        confidence: Any = 1.0) -> None:
+        """D1: fail, after purging expired records, with every entry the caller may see listed; ``evict_lowest``
+        (extracted facts only) evicts extracted records of lower confidence instead, lowest first. ``held``: the
+        record will be held for review, which takes room in the scope's held budget, never in the served one
+        (so a tainted session cannot fill a kind that clean sessions then cannot save to)."""
         lim = self.policy.limits_for(kind)
+        max_entries, max_bytes = lim.held_limits() if held else (lim.max_entries, lim.max_bytes)
         key = (ctx.scope.tenant, ctx.scope.user, ctx.scope.agent_key, kind)
-        usage_sql = "SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
         purged = False
         for _attempt in range(MAX_EVICTIONS + 2):
-            row = tx.execute(usage_sql, key).fetchone() or (0, 0)
-            entries, used = row[0] + (1 if adding else 0), row[1] + extra_bytes
-            if entries <= lim.max_entries and used <= lim.max_bytes:
+            n, b = self.backend.usage(tx, ctx.scope, kind)  # every status
+            entries, used = n + (1 if adding else 0), b + extra_bytes
+            if not held and entries <= max_entries and used <= max_bytes:
+                return  # fits even counting the held records (the common case: no second query)
+            held_n, held_b = self.backend.held_usage(tx, ctx.scope, kind)
+            n, b = (held_n, held_b) if held else (n - held_n, b - held_b)
+            entries, used = n + (1 if adding else 0), b + extra_bytes
+            if entries <= max_entries and used <= max_bytes:
                 return
             if not purged:
                 purged = True
                 if self._purge_expired(tx, ctx, key, events):
                     continue
-            if not (evict_lowest and self._evict_one(tx, ctx, key, confidence, events)):
+            if held or not (evict_lowest and self._evict_one(tx, ctx, key, confidence, events)):
                 break  # nothing expired or evictable to make room
-        limit = (f"at most {lim.max_entries} entries" if entries > lim.max_entries
-                 else f"at most {lim.max_bytes} bytes")
-        rows = tx.execute(
-            f"SELECT {SELECT_COLS} FROM memories m"
-            " WHERE m.tenant=? AND m.user_id=? AND m.agent=? AND m.kind=? ORDER BY m.updated_at, m.id", key).fetchall()
-        served = {r.id for r in self._serve(ctx, rows, tx=tx)}
+        limit = f"at most {max_entries} entries" if entries > max_entries else f"at most {max_bytes} bytes"
+        if held:
+            raise CapacityError(kind, limit + " held", [], held=True)  # none of them is the caller's to see
+        # S3: only what the caller may see, selected in SQL (scope, active, unexpired, within clearance)
+        rows = self.backend.visible_of_kind(tx, ctx.scope, kind, ctx.clearance, now_ms())
+        served = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         entries_out = []
-        for row in rows:  # every entry is listed (D1); only verified, visible ones show their content
-            rec = decode_row(row)
-            mid = str(row[0])
-            if mid not in served or rec is None:
-                entries_out.append({"id": mid, "bytes": None, "preview": "(failed verification)"})
-            elif rec.status == Status.REVIEW:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(held for operator review)"})
-            elif rec.sensitivity > ctx.clearance:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": "(above your clearance)"})
+        for row in rows:  # every entry the caller may see is listed (D1); only verified ones show their content
+            rec = served.get(str(row[0]))
+            if rec is None:
+                entries_out.append({"id": str(row[0]), "bytes": None, "preview": "(failed verification)"})
             else:
-                entries_out.append({"id": mid, "bytes": rec.size_bytes, "preview": rec.preview(80)})
+                entries_out.append({"id": rec.id, "bytes": rec.size_bytes, "preview": rec.preview(80)})
         raise CapacityError(kind, limit, entries_out)
+
+    def _capacity_read(self, ctx: Context, exc: CapacityError) -> None:
+        """A2: the previews a capacity error carries reach the caller (a tool result): a read event with their
+        ids, logged after the failed write's transaction (which rolled back)."""
+        ids = [e["id"] for e in exc.entries if e.get("bytes") is not None]
+        if ids:
+            self.record_event(ctx, "read", {"via": "capacity_error", "kind": exc.kind, "ids": ids})
 
     def _evict_one(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], confidence: Any,
                    events: list[Event]) -> bool:

@@ -124,9 +124,9 @@ class HybridSearch:
         cands: dict[int, _Cand] = {}
         with svc.backend.read() as conn:
             if qterms:
-                self._lexical(conn, where, params, scope, tags, qterms, agents, cands)
+                self._lexical(conn, where, params, scope, ctx.clearance, tags, qterms, agents, cands)
             if qvec is not None:
-                self._dense(conn, where, params, qvec, scope, agents, cands)
+                self._dense(conn, where, params, qvec, scope, ctx.clearance, agents, cands)
             if not cands:
                 return [], skipped
             self._fuse(cands, qvec is not None)
@@ -145,12 +145,13 @@ class HybridSearch:
 
     # --- signals ------------------------------------------------------------------------------------------
 
-    def _lexical(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, tags: list[str],
-                 qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
-        """BM25 over the scope's in-memory postings (retrieval/postings.py): N, document frequencies and the
-        average length are the scope's; every document holding a query term is scored. The best ``pool`` are
-        then read through the visibility filter (S3); when held, expired or filtered rows leave fewer than half
-        of that, deeper candidates are read, in score order, until enough are visible or none are left."""
+    def _lexical(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, clearance: int,
+                 tags: list[str], qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+        """BM25 over the in-memory postings of what the caller may see in the scope (retrieval/postings.py): N,
+        document frequencies and the average length count visible documents only (S3, T2: a hidden record
+        never moves a score); every document holding a query term is scored. The best ``pool`` are then read
+        through the visibility filter (S3); when filtered rows (kind, consolidated) leave fewer than half of
+        that, deeper candidates are read, in score order, until enough are visible or none are left."""
         if self.ranking.mode == "bm25":
             self._lexical_fts(conn, where, params, scope, tags, qterms, agents, cands)
             return
@@ -160,7 +161,7 @@ class HybridSearch:
         visible, start, depth = 0, 0, rk.pool
         while True:
             with cache.lock:
-                ranked = cache.get(conn, scope, len(agents) > 1).top(terms, rk.k1, rk.b, depth)  # + shared
+                ranked = cache.get(conn, scope, len(agents) > 1, clearance).top(terms, rk.k1, rk.b, depth)
             score = dict(ranked[start:])
             part = list(score)
             for i in range(0, len(part), _IN_CHUNK):
@@ -224,14 +225,14 @@ class HybridSearch:
             cands[c.rowid] = c
 
     def _dense(self, conn: sqlite3.Connection, where: str, params: list[object], qvec: np.ndarray, scope: Scope,
-               agents: list[str], cands: dict[int, _Cand]) -> None:
+               clearance: int, agents: list[str], cands: dict[int, _Cand]) -> None:
         """Cosine over the scope's vectors of this embedder, held in memory (retrieval/postings.py
         ``VectorCache``, kept in step through ``index_log``). The best ``dense_pool`` join the candidates only
         through the visibility filter (S3); lexical candidates (already visible) get their cosine too."""
         rk = self.ranking
         cache = self.vectors
         with cache.lock:
-            sv = cache.get(conn, scope, len(agents) > 1, self.embedder.fingerprint, self.embedder.dim)
+            sv = cache.get(conn, scope, len(agents) > 1, clearance, self.embedder.fingerprint, self.embedder.dim)
             ids, cos, every = sv.cosines(qvec)
             # the lexical candidates' cosines, while no other search can change ``sv.local``
             lex_cos = {rid: float(every[j]) for rid in cands if (j := sv.local.get(rid)) is not None}
@@ -242,7 +243,7 @@ class HybridSearch:
         floor = rk.dense_floor
         if floor is None:
             floor = 0.25 if isinstance(self.embedder, HashEmbedder) else 0.75
-        base = max(float(np.median(cos)), floor)  # only cosines above the scope's median and the floor count
+        base = max(float(np.median(cos)), floor)  # only cosines above the visible rows' median and the floor count
         span = float(cos[top[0]]) - base
         if span <= 1e-9:
             return

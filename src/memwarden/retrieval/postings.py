@@ -13,9 +13,15 @@ in the same transaction (retrieval/index.py). Each search reads, inside its read
 since its postings last looked, and re-reads just those rows (rows of other scopes are skipped by the scope
 filter of that query); a scope that fell too far behind (or a rebuilt index) is rebuilt from its FTS rows.
 
-What this may not do: decide visibility. Postings only *rank*: they hold a scope's documents whatever their
-status, kind, expiry or sensitivity, and the candidates they return are fetched through SQL whose ``WHERE`` is
-the service's visibility filter (S3). They hold keyed hashes of terms (retrieval/tokenize.py), never text.
+What they hold: exactly what the caller may see (S3, T2). A scope's postings are built from, and kept in step
+with, the rows that pass the SQL visibility filter — scope, ``status = 'active'``, ``sensitivity <= clearance``
+(the caller's clearance is a query parameter and part of the cache key), ``expires_at > now`` — so N, document
+frequencies and the average length are statistics of visible documents only: held and above-clearance records
+and expired ones never move a score, and the order of a search cannot tell whether a hidden memory holds a word
+(issue 12, item 9). A record that later becomes hidden is re-read under that filter (its ``index_log`` entry) and
+so left out; one that expires is dropped at its ``expires_at`` (kept beside each document). Postings still only
+*rank*: the candidates they return are fetched through SQL whose ``WHERE`` is the service's visibility filter.
+They hold keyed hashes of terms (retrieval/tokenize.py), never text.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from memwarden.records import now_ms
 from memwarden.retrieval.index import REBUILT
 from memwarden.store.sqlite import scope_clause
 
@@ -38,7 +45,24 @@ if TYPE_CHECKING:
 
 MAX_ENTRIES = 8_000_000  # postings held over all scopes (~50 MB); least recently searched scopes go first
 CHUNK = 500  # rowids per IN (...) when re-reading changed rows
+NEVER = (1 << 63) - 1  # the expiry of a document that does not expire (tests build postings without one)
 _EMPTY = np.zeros(0, dtype=np.int64)
+# The rows that may rank a search: those the caller may see (scope is added in front, expiry at use). Clearance
+# is a query parameter (S3); status and sensitivity changes reach the postings through index_log.
+VISIBLE = " AND m.status = 'active' AND m.sensitivity <= ?"
+
+
+def visible_filter(scope: Scope, read_shared: bool, clearance: int, alias: str = "m") -> tuple[str, list[object]]:
+    """The SQL predicate (without expiry) of the rows statistics may come from: scope, active, within clearance."""
+    where, params = scope_clause(scope, read_shared, alias)
+    return where + VISIBLE, [*params, clearance]
+
+
+def _expired(expires: np.ndarray, alive: np.ndarray, rowids: Sequence[int], now: int) -> tuple[list[int], int]:
+    """The rowids of alive documents expired at ``now``, and the next expiry among the others."""
+    gone = np.flatnonzero(alive & (expires <= now))
+    rest = expires[alive & (expires > now)]
+    return [int(rowids[int(i)]) for i in gone], int(rest.min()) if len(rest) else NEVER
 
 
 class ScopePostings:
@@ -50,9 +74,11 @@ class ScopePostings:
         "_np",
         "alive",
         "entries",
+        "expires",
         "lengths",
         "local",
         "n_alive",
+        "next_expiry",
         "postings",
         "rowids",
         "seq",
@@ -64,6 +90,8 @@ class ScopePostings:
         self.rowids = array("q")
         self.local: dict[int, int] = {}  # rowid -> local index (alive documents only)
         self.lengths = array("I")
+        self.expires = array("q")  # each document's expires_at: it leaves the statistics then (D2)
+        self.next_expiry = NEVER  # the soonest expires_at of an alive document
         self.alive = bytearray()
         self.n_alive = 0
         self.total_len = 0
@@ -75,19 +103,23 @@ class ScopePostings:
         self.entries = 0
 
     @classmethod
-    def build(cls, seq: int, rows: Sequence[tuple[int, str]]) -> ScopePostings:
+    def build(cls, seq: int, rows: Sequence[tuple[int, str]], expires: Sequence[int] | None = None
+              ) -> ScopePostings:
         """Postings of ``rows`` (rowid, FTS content) in one numpy pass (10k rows: ~36 ms, against ~62 ms by
-        :meth:`add` one at a time)."""
+        :meth:`add` one at a time); ``expires``: each row's expires_at (default: never)."""
         sp = cls(seq)
+        exp = list(expires) if expires is not None else [NEVER] * len(rows)
         contents = [c for _, c in rows]
         tokens = " ".join(contents).split()
         lengths = [c.count(" ") + 1 if c else 0 for c in contents]  # an FTS row is tokens joined by one space
         if sum(lengths) != len(tokens):  # not that shape (edited around memwarden): one document at a time
-            for rowid, content in rows:
-                sp.add(rowid, content)
+            for (rowid, content), e in zip(rows, exp, strict=True):
+                sp.add(rowid, content, e)
             return sp
         n = len(rows)
         sp.rowids = array("q", (r for r, _ in rows))
+        sp.expires = array("q", exp)
+        sp.next_expiry = min(exp, default=NEVER)
         sp.lengths = array("I", lengths)
         sp.alive = bytearray(b"\x01") * n
         sp.local = {r: i for i, (r, _) in enumerate(rows)}
@@ -101,12 +133,14 @@ class ScopePostings:
         sp.entries = len(pairs)
         return sp
 
-    def add(self, rowid: int, content: str) -> None:
+    def add(self, rowid: int, content: str, expires_at: int = NEVER) -> None:
         if rowid in self.local:
             self.drop(rowid)
         tokens = content.split()
         loc = len(self.rowids)
         self.rowids.append(rowid)
+        self.expires.append(expires_at)
+        self.next_expiry = min(self.next_expiry, expires_at)
         self.lengths.append(len(tokens))
         self.alive.append(1)
         self.local[rowid] = loc
@@ -135,6 +169,16 @@ class ScopePostings:
         self.n_alive -= 1
         self.total_len -= self.lengths[loc]
         self._docs = None
+
+    def expire(self, now: int) -> None:
+        """Drop the documents expired at ``now`` from the statistics (they are invisible to every read, D2)."""
+        if now < self.next_expiry:
+            return
+        n = len(self.rowids)
+        gone, self.next_expiry = _expired(np.frombuffer(self.expires, dtype=np.int64)[:n],
+                                          np.frombuffer(bytes(self.alive), dtype=np.bool_), self.rowids, now)
+        for rowid in gone:
+            self.drop(rowid)
 
     @property
     def dead(self) -> int:
@@ -273,31 +317,37 @@ class PostingsCache(_LogSyncedCache[ScopePostings]):
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         super().__init__(max_entries)
 
-    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool) -> ScopePostings:
-        """The scope's postings as of ``conn``'s read snapshot (call inside one, holding :attr:`lock`). The scope
-        is a parameter of every query that reads rows for them (S3): ``scope_clause``, as for any read."""
-        where, params = scope_clause(scope, read_shared)
+    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, clearance: int,
+            now: int | None = None) -> ScopePostings:
+        """The postings of what a caller of ``clearance`` may see in the scope, as of ``conn``'s read snapshot
+        (call inside one, holding :attr:`lock`). Scope, status, clearance and expiry are parameters of every
+        query that reads rows for them (S3): ``scope_clause`` and :data:`VISIBLE`, as for any read."""
+        where, params = visible_filter(scope, read_shared, clearance)
+        now = now_ms() if now is None else now
+        at_now, params_now = where + " AND m.expires_at > ?", [*params, now]
 
         def build(head: int) -> ScopePostings:
-            rows = conn.execute(f"SELECT f.rowid, f.content FROM memories m JOIN memories_fts f ON f.rowid = m.rowid"
-                                f" WHERE {where}", params).fetchall()
-            return ScopePostings.build(head, [(int(r), str(c)) for r, c in rows])
+            rows = conn.execute("SELECT f.rowid, f.content, m.expires_at FROM memories m JOIN memories_fts f"
+                                f" ON f.rowid = m.rowid WHERE {at_now}", params_now).fetchall()
+            return ScopePostings.build(head, [(int(r), str(c)) for r, c, _e in rows], [int(e) for _r, _c, e in rows])
 
-        return self._get(conn, (where, *map(str, params)), where, params, build)
+        entry = self._get(conn, (where, *map(str, params)), at_now, params_now, build)
+        entry.expire(now)
+        return entry
 
     def _add_rows(self, conn: sqlite3.Connection, entry: ScopePostings, rowids: list[int], where: str,
                   params: list[object]) -> None:
-        for rowid, content in conn.execute(
-                "SELECT f.rowid, f.content FROM memories m NOT INDEXED JOIN memories_fts f ON f.rowid = m.rowid"
-                f" WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where} ORDER BY m.rowid",
+        for rowid, content, expires_at in conn.execute(
+                "SELECT f.rowid, f.content, m.expires_at FROM memories m NOT INDEXED JOIN memories_fts f"
+                f" ON f.rowid = m.rowid WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where} ORDER BY m.rowid",
                 (*rowids, *params)):
-            entry.add(int(rowid), str(content))
+            entry.add(int(rowid), str(content), int(expires_at))
 
 
 class ScopeVectors:
     """One scope's vectors of one embedder: a growable float32 matrix, its rowids, and which rows are alive."""
 
-    __slots__ = ("_ids", "alive", "dim", "entries", "local", "mat", "n", "rowids", "seq")
+    __slots__ = ("_ids", "alive", "dim", "entries", "expires", "local", "mat", "n", "next_expiry", "rowids", "seq")
 
     def __init__(self, seq: int, dim: int) -> None:
         self.seq = seq
@@ -305,6 +355,8 @@ class ScopeVectors:
         self.mat = np.zeros((0, dim), dtype=np.float32)
         self.alive = np.zeros(0, dtype=np.bool_)
         self.rowids = np.zeros(0, dtype=np.int64)
+        self.expires = np.zeros(0, dtype=np.int64)  # each row's expires_at: it leaves the cosine statistics then
+        self.next_expiry = NEVER
         self.local: dict[int, int] = {}  # rowid -> row of ``mat`` (alive rows only)
         self.n = 0  # rows of ``mat`` in use
         self.entries = 0  # bytes of vectors held
@@ -314,10 +366,13 @@ class ScopeVectors:
     def dead(self) -> int:
         return self.n - len(self.local)
 
-    def add_many(self, rows: Sequence[tuple[int, bytes]]) -> None:
+    def add_many(self, rows: Sequence[tuple[int, bytes]], expires: Sequence[int] | None = None) -> None:
+        """Add (or replace) ``(rowid, vector)`` rows; ``expires``: each row's expires_at (default: never)."""
         size = self.dim * 4
-        good = [(int(r), v) for r, v in rows if isinstance(v, bytes) and len(v) == size]  # others: no vector
-        for rowid, _ in good:
+        exp = list(expires) if expires is not None else [NEVER] * len(rows)
+        good = [(int(r), v, int(e)) for (r, v), e in zip(rows, exp, strict=True)
+                if isinstance(v, bytes) and len(v) == size]  # others: no vector
+        for rowid, _, _e in good:
             self.drop(rowid)
         need = self.n + len(good)
         if need > len(self.mat):  # grow by doubling
@@ -325,12 +380,15 @@ class ScopeVectors:
             self.mat = np.concatenate([self.mat[:self.n], np.zeros((cap - self.n, self.dim), dtype=np.float32)])
             self.alive = np.concatenate([self.alive[:self.n], np.zeros(cap - self.n, dtype=np.bool_)])
             self.rowids = np.concatenate([self.rowids[:self.n], np.zeros(cap - self.n, dtype=np.int64)])
+            self.expires = np.concatenate([self.expires[:self.n], np.zeros(cap - self.n, dtype=np.int64)])
         if good:
-            block = np.frombuffer(b"".join(v for _, v in good), dtype=np.float32).reshape(len(good), self.dim)
+            block = np.frombuffer(b"".join(v for _, v, _e in good), dtype=np.float32).reshape(len(good), self.dim)
             self.mat[self.n:need] = block
             self.alive[self.n:need] = True
-            self.rowids[self.n:need] = [r for r, _ in good]
-            for i, (rowid, _) in enumerate(good):
+            self.rowids[self.n:need] = [r for r, _, _e in good]
+            self.expires[self.n:need] = [e for _, _, e in good]
+            self.next_expiry = min(self.next_expiry, min(e for _, _, e in good))
+            for i, (rowid, _, _e) in enumerate(good):
                 self.local[rowid] = self.n + i
             self.n = need
             self.entries = self.n * size
@@ -341,6 +399,14 @@ class ScopeVectors:
         if i is not None:
             self.alive[i] = False
             self._ids = None
+
+    def expire(self, now: int) -> None:
+        """Drop the rows expired at ``now`` (invisible to every read, D2), so the median no longer counts them."""
+        if now < self.next_expiry:
+            return
+        gone, self.next_expiry = _expired(self.expires[:self.n], self.alive[:self.n], self.rowids, now)
+        for rowid in gone:
+            self.drop(rowid)
 
     def cosines(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rowids, cosines)`` of the alive vectors with ``q`` (unit vectors: dot products), and the cosine of
@@ -370,21 +436,31 @@ class VectorCache(_LogSyncedCache[ScopeVectors]):
     def __init__(self, max_entries: int = MAX_VECTOR_BYTES) -> None:
         super().__init__(max_entries)
 
-    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, fingerprint: str, dim: int
-            ) -> ScopeVectors:
-        """As :meth:`PostingsCache.get`, for the vectors of ``fingerprint`` (the scope filter is on the vector
-        rows' own scope columns)."""
+    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, clearance: int, fingerprint: str,
+            dim: int, now: int | None = None) -> ScopeVectors:
+        """As :meth:`PostingsCache.get`, for the vectors of ``fingerprint`` of what the caller may see (the scope
+        filter is on the vector rows' own scope columns and on their record's; status, clearance and expiry on
+        the record's), so the median the cosines are normalised by counts no hidden row."""
         where, params = scope_clause(scope, read_shared, alias="v")
-        where, params = f"v.embedder = ? AND {where}", [fingerprint, *params]
+        visible, vparams = visible_filter(scope, read_shared, clearance)
+        where, params = f"v.embedder = ? AND {where} AND {visible}", [fingerprint, *params, *vparams]
+        now = now_ms() if now is None else now
+        at_now, params_now = where + " AND m.expires_at > ?", [*params, now]
 
         def build(head: int) -> ScopeVectors:
             sv = ScopeVectors(head, dim)
-            sv.add_many(conn.execute(f"SELECT v.rowid, v.vec FROM memory_vectors v WHERE {where}", params).fetchall())
+            rows = conn.execute(f"SELECT v.rowid, v.vec, m.expires_at FROM memory_vectors v JOIN memories m"
+                                f" ON m.rowid = v.rowid WHERE {at_now}", params_now).fetchall()
+            sv.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])
             return sv
 
-        return self._get(conn, (str(dim), where, *map(str, params)), where, params, build)
+        entry = self._get(conn, (str(dim), where, *map(str, params)), at_now, params_now, build)
+        entry.expire(now)
+        return entry
 
     def _add_rows(self, conn: sqlite3.Connection, entry: ScopeVectors, rowids: list[int], where: str,
                   params: list[object]) -> None:
-        entry.add_many(conn.execute(f"SELECT v.rowid, v.vec FROM memory_vectors v WHERE v.rowid IN"
-                                    f" ({','.join('?' * len(rowids))}) AND {where}", (*rowids, *params)).fetchall())
+        rows = conn.execute(f"SELECT v.rowid, v.vec, m.expires_at FROM memory_vectors v JOIN memories m NOT INDEXED"
+                            f" ON m.rowid = v.rowid WHERE v.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
+                            (*rowids, *params)).fetchall()
+        entry.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])

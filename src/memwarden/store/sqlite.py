@@ -452,6 +452,49 @@ class SqliteBackend:
             " WHERE m.derived_from != '[]' AND j.value = ?", (memory_id, memory_id)).fetchall()
         return sorted(r[0] for r in rows)
 
+    # --- lookups of the write path (restore, capacity) --------------------------------------------------------
+
+    @staticmethod
+    def stored_version(tx: Tx, memory_id: str) -> tuple[int, str, str, Scope] | None:
+        """(version, content hash, status, scope) of a stored record, any scope (restore: is the id taken?)."""
+        row = tx.execute("SELECT version, content_hash, status, tenant, user_id, agent FROM memories WHERE id = ?",
+                         (memory_id,)).fetchone()
+        if row is None:
+            return None
+        return int(row[0]), str(row[1]), str(row[2]), Scope(str(row[3]), str(row[4]), str(row[5]) or None)
+
+    @staticmethod
+    def trust_in_scope(tx: Tx, scope: Scope, ids: Sequence[str]) -> dict[str, str]:
+        """The trust of each of ``ids`` stored in exactly ``scope`` (any status); ids elsewhere are absent."""
+        where, params = scope_clause(scope, read_shared=False)
+        rows = tx.execute(f"SELECT m.id, m.trust FROM memories m WHERE {where}"
+                          f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
+        return {str(i): str(t) for i, t in rows}
+
+    @staticmethod
+    def usage(tx: Tx, scope: Scope, kind: str) -> tuple[int, int]:
+        """D1: (entries, bytes) of a scope and kind over every status (``scope_usage``, kept by triggers)."""
+        row = tx.execute("SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?",
+                         (scope.tenant, scope.user, scope.agent_key, kind)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    @staticmethod
+    def held_usage(tx: Tx, scope: Scope, kind: str) -> tuple[int, int]:
+        """D1: (entries, bytes) of the held records of a scope and kind (an index range of its held rows)."""
+        row = tx.execute("SELECT count(*), coalesce(sum(length(CAST(m.content AS BLOB))), 0) FROM memories m"
+                         " WHERE m.tenant=? AND m.user_id=? AND m.agent=? AND m.kind=? AND m.status = 'review'",
+                         (scope.tenant, scope.user, scope.agent_key, kind)).fetchone()
+        return int(row[0]), int(row[1])
+
+    @staticmethod
+    def visible_of_kind(tx: Tx, scope: Scope, kind: str, clearance: int, now: int) -> list[tuple[object, ...]]:
+        """D1/S3: the rows of exactly ``scope`` and ``kind`` a caller of ``clearance`` may see — active,
+        unexpired, ``sensitivity <= clearance`` in the WHERE — oldest first (what a capacity error lists)."""
+        where, params = scope_clause(scope, read_shared=False)
+        return tx.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
+                          " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity <= ?"
+                          " ORDER BY m.updated_at, m.id", (*params, kind, now, clearance)).fetchall()
+
 
 class FtsQueue:
     """FTS5 rows a write transaction inserts, run together just before its COMMIT.
