@@ -717,7 +717,7 @@ def _mentions_held(original: str, hits: list[RuleHit]) -> list[RuleHit]:
     if not quotes:
         return hits
     outside = len(original) - sum(b - a for a, b in quotes)
-    if outside < 12 or sum(1 for ch in original if not ch.isspace()) < 20:
+    if outside < 12 or len("".join(original.split())) < 20:  # characters that are not whitespace
         return hits
 
     def quoted(h: RuleHit) -> bool:

@@ -218,10 +218,12 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     n = len(words)
     exact, stems = _ascii_anchors()
     present = set(words)
+    # the distinct words an entry may start with (for the others the index says so without a lookup per entry);
+    # decided once per distinct word, then only their positions are visited
+    starting = {w for w in present if w in exact or w[:4] in stems or not _FAST_SCRIPTS.fullmatch(w)}
     viable: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
-    for i, w in enumerate(words):
-        if w not in exact and w[:4] not in stems and _FAST_SCRIPTS.fullmatch(w):
-            continue  # no entry starts with this word (the index says so without a lookup per entry)
+    for i in [i for i, w in enumerate(words) if w in starting] if starting else ():
+        w = words[i]
         found = viable.get(w)
         if found is None:
             # once per distinct word: drop the entries whose further words do not occur in the text at all (a
@@ -235,13 +237,37 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     by_char: list[Hit] = []
     if lex.substrings and not text.isascii():
         subs = lex.substrings
-        for i in range(len(text) - 1):
+        for i in _substring_starts(text):
             group = subs.get(text[i:i + 2])
             if group:
                 for form, lang, concept in group:
                     if text.startswith(form, i):
                         by_char.append((lang, concept, i))
     return by_word, by_char
+
+
+@functools.cache
+def _substring_index() -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """A character class of the non-ASCII first characters of the unsegmented entries, and their keys (first two
+    characters) that start with an ASCII character ("ai", "ch": a Latin word inside a Chinese entry)."""
+    keys = load().substrings
+    firsts = sorted({k[0] for k in keys if not k[0].isascii()})
+    rx = re.compile("[" + "".join(re.escape(c) for c in firsts) + "]") if firsts else re.compile("(?!)")
+    return rx, tuple(sorted(k for k in keys if k[0].isascii()))
+
+
+def _substring_starts(text: str) -> list[int]:
+    """Every position of ``text`` where an unsegmented entry's first two characters occur, in order: the
+    characters that start one, found by one class search, and the few keys that start in ASCII, by ``find`` (a
+    mostly Latin text with one curly quote is not walked character by character)."""
+    rx, ascii_keys = _substring_index()
+    out = {m.start() for m in rx.finditer(text)}
+    for key in ascii_keys:
+        i = text.find(key)
+        while i >= 0:
+            out.add(i)
+            i = text.find(key, i + 1)
+    return sorted(i for i in out if i < len(text) - 1)
 
 
 def _near(hits: list[Hit], lang: str, concepts: tuple[str, ...], window: int) -> list[int] | None:
