@@ -146,6 +146,7 @@ _EXTRA_FOLDS: dict[str, str] = {
     "ɏ": "y", "ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ĸ": "k", "ŀ": "l",
 }
 _EXTRA_TABLE = {ord(k): v for k, v in _EXTRA_FOLDS.items()}
+assert all(k > 0x7F for k in _EXTRA_TABLE), "fold_letters returns ASCII text unchanged"
 _FOLDABLE_SCRIPTS = ((0x0000, 0x024F), (0x0370, 0x03FF), (0x0400, 0x052F), (0x1E00, 0x1FFF))
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a",
@@ -195,10 +196,25 @@ def _fold_run(run: str) -> str:
 def fold_letters(text: str) -> str:
     """Strip diacritics and combining marks from Latin/Greek/Cyrillic letters and fold the extra lookalikes.
     Work is per run of such letters (cached), so other scripts cost one regex scan."""
-    text = text.translate(_EXTRA_TABLE)
+    if text.isascii():
+        return text  # the lookalike table folds only non-ASCII characters
+    text = _extra_folds(text)
     if text.isascii():
         return text
-    return _FOLDABLE_RUN.sub(lambda m: _fold_run(m.group()), text).translate(_EXTRA_TABLE)
+    return _extra_folds(_FOLDABLE_RUN.sub(lambda m: _fold_run(m.group()), text))
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
+def _extra_folds(text: str) -> str:
+    """``text.translate(_EXTRA_TABLE)``; on mostly ASCII text (a long note with a few curly quotes or accented
+    names) only its non-ASCII runs are translated, since the table has no ASCII key (``str.translate`` with a dict
+    looks every character up)."""
+    non_ascii = len(text) - len(text.encode("ascii", "ignore"))
+    if non_ascii * 16 >= len(text):
+        return text.translate(_EXTRA_TABLE)
+    return _NON_ASCII_RUN.sub(lambda m: m.group().translate(_EXTRA_TABLE), text)
 
 
 # --- vocabulary: the words the gate's rules are written in -------------------------------------------------------
