@@ -161,6 +161,8 @@ class MemoryService:
         from memwarden.retrieval import Retrieval
 
         self.retrieval = Retrieval(self, key)  # hybrid search, embedder, derived indexes (issue 5)
+        self.chain = audit.ChainCursor(self.signer)  # the audit evidence this process verified (I5)
+        self.rollback: str | None = None  # set when the store is behind its anchor: nothing is served (I5)
         self._check_key(key)
         self.retrieval.open()
 
@@ -771,7 +773,9 @@ class MemoryService:
                 [*params, now_ms(), ctx.clearance])
 
     def _check(self, db: Any, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
-        """Decode each row, verify its signature and that it is the version its audit history says is current.
+        """Decode each row, verify its signature and that it is the version its audit history says is current —
+        by audit evidence that is itself verified: the lifecycle row's own MAC, and its place in the chain this
+        process walked (I5: no forged, edited or deleted audit row can vouch for a rolled-back record).
         Returns (servable records, refused (id, why)). A refused row is never served (I1, T6)."""
         recs: list[Record] = []
         bad: list[tuple[str, str]] = []
@@ -783,16 +787,27 @@ class MemoryService:
                 recs.append(rec)
         if not recs:
             return recs, bad
-        latest = latest_lifecycle(db, [r.id for r in recs])
+        if self.rollback is not None:
+            return [], bad + [(r.id, self.rollback) for r in recs]
+        self._advance_chain(db)
+        refused = self.chain.vouch(db, [(r.id, r.version, r.content_hash) for r in recs])
         good = []
         for r in recs:
-            ev = latest.get(r.id)
-            if ev is None or ev[0] not in LIVE_EVENTS or ev[1].get("version") != r.version \
-                    or ev[1].get("content_hash") != r.content_hash:
-                bad.append((r.id, "record does not match its audit history (rolled back or resurrected)"))
-            else:
+            why = refused.get(r.id)
+            if why is None:
                 good.append(r)
+            else:
+                bad.append((r.id, f"not served: {why}"))
         return good, bad
+
+    def _advance_chain(self, db: Any) -> None:
+        """Walk the committed audit rows this process has not verified yet (``ChainCursor``). Inside a write
+        transaction (``db`` is a ``Tx``) the walk reads the committed state, never the open transaction's rows."""
+        if isinstance(db, Tx):
+            with self.backend.read() as conn:
+                self.chain.advance(conn)
+        else:
+            self.chain.advance(db)
 
     def _serve(self, ctx: Context, rows: Iterable[Sequence[object]], *, tx: Tx) -> list[Record]:
         """``_check`` inside a write transaction; failures are reported once the transaction has ended."""
@@ -1022,30 +1037,6 @@ _UPDATED_AT = COLUMNS.index("updated_at")
 def _newest_first(row: Sequence[object]) -> tuple[int, str]:
     ts = row[_UPDATED_AT]
     return (ts if isinstance(ts, int) else -1, str(row[0]))  # a malformed row sorts last, then is refused
-LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
-LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
-_LIFECYCLE_SQL = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
-
-
-def latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The newest lifecycle audit event of each id: a live record must match its version and content hash,
-    which catches a row rolled back to an older signed version or a deleted row put back."""
-    out: dict[str, tuple[str, dict[str, Any]]] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        rows = db.execute(
-            "SELECT memory_id, event, details FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
-            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({_LIFECYCLE_SQL}) GROUP BY memory_id)",
-            chunk).fetchall()
-        for mid, event, details in rows:
-            try:
-                parsed = json.loads(details)
-            except ValueError:
-                parsed = {}
-            out[mid] = (event, parsed if isinstance(parsed, dict) else {})
-    return out
-
-
 def fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: every word quoted, joined with OR (no operator injection)."""
     words = dict.fromkeys(f'"{w}"' for w in _WORD.findall(text))  # \w never matches '"': quoting is safe
