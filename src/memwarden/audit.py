@@ -87,6 +87,7 @@ class ChainCursor:
         self.accepted_through = 0  # breaks before this restore_accepted row are accepted
         self.diverged: str | None = None  # rows this process verified were later changed or removed
         self.live: dict[str, tuple[int, int, str]] = {}
+        self.forged: dict[str, int] = {}  # id named by a row whose MAC fails → that row's seq
 
     def advance(self, db: Any) -> None:
         """Walk the rows appended since the last call (all of them the first time). A snapshot older than what
@@ -107,6 +108,8 @@ class ChainCursor:
                     self.breaks.append(seq)
                 if mac_ok:
                     self._note(row)
+                elif row[7] is not None:
+                    self.forged[str(row[7])] = seq
                 self.seq, self.hash = seq, str(row[11])
 
     def _note(self, row: Sequence[object]) -> None:
@@ -164,7 +167,10 @@ class ChainCursor:
                 out[mid] = ("no verified audit event says it is live (a deleted row put back, or a row memwarden "
                             "never wrote)")
                 continue
-            if seq < last_break:
+            if self.forged.get(mid, -1) > seq:
+                out[mid] = ("an audit row about it fails verification (forged or edited), newer than its last "
+                            "verified event")
+            elif seq < last_break:
                 out[mid] = (f"the audit chain is broken at row {last_break}, after its newest audit event (rows "
                             "deleted, edited or forged there): run `memwarden audit verify`")
             elif want != (version, chash):

@@ -2,8 +2,9 @@
 
 Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
 records or missing links, usage counters and sizes that disagree with the rows); every record's signature and its
-agreement with the audit history (no rollback to an old signed version, no deleted row put back); the audit
-hash chain and its head anchor.
+agreement with verified audit history (no rollback to an old signed version, no deleted row put back, no record
+vouched for by a forged, edited or deleted audit row); the audit hash chain and its head anchor; the store
+against its anchor outside the database (an older copy of the file, a truncated audit log: I5).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from memwarden.store.sqlite import SELECT_COLS
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # sqlite | zombie | signature | audit | usage
+    check: str  # sqlite | zombie | signature | audit | usage | anchor
     subject: str  # memory id, table or audit seq
     problem: str
 
@@ -86,4 +87,9 @@ def run(service: MemoryService) -> list[Finding]:
         findings.append(Finding("signature", mid, why))
     for problem in audit.verify(service.backend, service.signer):
         findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
+    if service.rollback is not None:
+        findings.append(Finding("anchor", str(service.path), service.rollback + "; if this copy was put back on"
+                                " purpose: `memwarden audit accept-restore --reason …`"))
+    if service.anchor.error is not None:
+        findings.append(Finding("anchor", str(service.anchor.file.path), service.anchor.error))
     return findings

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from memwarden import audit
+from memwarden.anchor import CREATED_EVENT, AnchorFile, AnchorKeeper, anchor_dir
 from memwarden.errors import (
     CapacityError,
     Forbidden,
@@ -26,6 +27,7 @@ from memwarden.errors import (
     KeyError_,
     MemwardenError,
     NotFound,
+    RollbackDetected,
     UnknownSession,
     VersionConflict,
 )
@@ -68,6 +70,8 @@ MAX_REJECTED_KEPT = 16 * 1024  # characters of a rejected candidate kept in the 
 MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
+RESTORE_HINT = ("If this copy was put back on purpose, an operator accepts it with `memwarden audit accept-restore "
+                "--reason \"…\"` (audited); otherwise put the newest copy of the database back")
 _BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from"})
 
 
@@ -148,7 +152,8 @@ class MemoryService:
     """What :func:`memwarden.open` returns: the store, its gate, audit log, event bus and provider registry."""
 
     def __init__(self, backend: SqliteBackend, key: bytes, policy: Policy | None = None,
-                 gate: Gate | None = None) -> None:
+                 gate: Gate | None = None, *, anchor_directory: Path | None = None,
+                 refuse_rollback: bool = True) -> None:
         self.backend = backend
         self.policy = policy or Policy()
         self.gate = gate or Gate(self.policy)
@@ -164,7 +169,9 @@ class MemoryService:
         self.chain = audit.ChainCursor(self.signer)  # the audit evidence this process verified (I5)
         self.rollback: str | None = None  # set when the store is behind its anchor: nothing is served (I5)
         self._check_key(key)
-        self.retrieval.open()
+        self._open_anchor(anchor_directory or anchor_dir(), refuse_rollback)
+        if self.rollback is None:  # opened for inspection only: no index migration on a store it refuses
+            self.retrieval.open()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -183,12 +190,82 @@ class MemoryService:
 
         self._transact(work)
 
+    def _open_anchor(self, directory: Path, refuse: bool) -> None:
+        """I5: compare the store with its anchor outside the database; create the anchor on first use (and for
+        a brand-new database at an anchored path, in a new epoch); advance it after every commit from now on."""
+        backend = self.backend
+        self.anchor = AnchorKeeper(AnchorFile(directory, self.signer, backend.path), backend.durability,
+                                   backend.path.with_name(backend.path.name + "-wal"))
+        with backend.read() as conn:
+            problem = self.anchor.check(conn, created=backend.created)
+        if problem is None and self.anchor.needs_start(backend.created):
+            previous = self.anchor.known
+            ctx = Context(Scope("-", "-"), session_id=new_id(), source_type=SourceType.OPERATOR,
+                          actor="system:anchor")
+            details: dict[str, Any] = {"anchor": str(self.anchor.file.path), "new_database": backend.created}
+            if previous is not None:
+                details["previous_anchor"] = {"epoch": previous.epoch, "seq": previous.seq}
+            self._transact(lambda tx: audit.append(tx, self.signer, CREATED_EVENT, actor=ctx.actor,
+                                                   session_id=ctx.session_id, details=details))
+            with backend.read() as conn:
+                self.anchor.start(conn)
+        if problem is not None:
+            self.rollback = f"{backend.path}: {problem}"
+            if refuse:
+                raise RollbackDetected(f"{self.rollback}; nothing is served from it. {RESTORE_HINT}")
+        backend.after_commit = self._after_commit
+
+    def _after_commit(self, conn: Any) -> None:
+        """Once per committed write transaction (store/sqlite.py): the anchor check and advance (I5)."""
+        try:
+            self.anchor.after_commit(conn)
+        except Exception as exc:  # never turns a committed write into a failure
+            self.anchor.error = f"the anchor could not be checked: {exc}"
+        if self.anchor.problem is not None and self.rollback is None:
+            self.rollback = f"{self.backend.path}: {self.anchor.problem}"
+
+    def accept_restore(self, actor: str, reason: str) -> dict[str, Any]:
+        """I5: an operator accepts the store as it is now — restored from an older copy, moved, or with audit
+        rows lost — after reading what ``doctor`` says. Appends a ``restore_accepted`` event naming the old
+        anchor, the head and every chain problem (breaks before it stop refusing reads), and re-anchors the
+        store in a new epoch. Nothing else changes: a record whose own evidence is forged stays refused."""
+        if not actor.startswith("operator:"):
+            raise Forbidden("accepting a restore is an operator action")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("say why the restore is accepted (--reason): it is kept in the audit log")
+        problems = [str(p) for p in audit.verify(self.backend, self.signer)]
+        if self.rollback is None and not problems:
+            return {"accepted": False, "message": "nothing to accept: the store matches its anchor and its audit "
+                                                  "chain is intact"}
+        known = self.anchor.known
+        with self.backend.read() as conn:
+            seq, h = audit.head(conn)
+        details: dict[str, Any] = {
+            "reason": reason.strip()[:1000], "refused": self.rollback, "chain_problems": problems[:100],
+            "anchor_before": None if known is None else {"epoch": known.epoch, "seq": known.seq},
+            "head_before": {"seq": seq, "hash": h}}
+        ctx = Context(Scope("-", "-"), session_id=new_id(), source_type=SourceType.OPERATOR, actor=actor)
+        ev = self._transact(lambda tx: audit.append(tx, self.signer, audit.RESTORE_ACCEPTED, actor=actor,
+                                                    session_id=ctx.session_id, details=details),
+                            allow_rollback=True)
+        with self.backend.read() as conn:
+            anchored = self.anchor.reset(conn)
+        self.rollback = None
+        self.chain = audit.ChainCursor(self.signer)  # walk again: the accepted breaks no longer refuse reads
+        self._commit_events([ev])
+        return {"accepted": True, "seq": ev.seq, "anchor": {"epoch": anchored.epoch, "seq": anchored.seq},
+                "problems": ([str(details["refused"])] if details["refused"] else []) + problems}
+
     @property
     def path(self) -> Path:
         return self.backend.path
 
     def close(self) -> None:
-        self.backend.close()
+        try:
+            if self.backend.after_commit is not None:
+                self.backend.run_exclusive(self.anchor.close)
+        finally:
+            self.backend.close()
 
     def __enter__(self) -> MemoryService:
         return self
@@ -531,9 +608,12 @@ class MemoryService:
         return tx.execute(f"SELECT 1 FROM memories m WHERE {where} AND m.kind = ? AND m.status = 'review'"
                           " AND m.content_hash = ? LIMIT 1", (*params, kind, chash)).fetchone() is not None
 
-    def _transact(self, work: Callable[[Tx], T]) -> T:
+    def _transact(self, work: Callable[[Tx], T], *, allow_rollback: bool = False) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
-        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6)."""
+        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
+        behind its anchor takes no write but an operator's acceptance (I5)."""
+        if self.rollback is not None and not allow_rollback:
+            raise RollbackDetected(f"{self.rollback}; nothing is read from or written to it. {RESTORE_HINT}")
         seen: list[Tx] = []
 
         def run(tx: Tx) -> T:
@@ -1045,15 +1125,20 @@ def fts_query(text: str) -> str:
 
 def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | None = None,
                policy: Policy | None = None, gate: Gate | None = None,
-               durability: str | None = None) -> MemoryService:
+               durability: str | None = None, refuse_rollback: bool = True) -> MemoryService:
     """``memwarden.open``: the embedded SQLite default (``$MEMWARDEN_URL`` or the XDG data dir).
 
     ``durability`` (or ``$MEMWARDEN_DURABILITY``): ``"full"`` (default) fsyncs every commit, so an acknowledged
     write survives power loss; ``"normal"`` survives a killed process but may lose the last writes to an OS crash
-    or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md)."""
+    or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md).
+
+    A store behind the anchor kept beside the key (an older copy of the file put back, a truncated audit log)
+    raises :class:`RollbackDetected` (I5). ``refuse_rollback=False`` (``doctor``, ``audit verify``,
+    ``audit accept-restore``) opens it anyway with ``rollback`` set: it serves nothing and takes no write."""
     backend = open_backend(url, durability)
     try:
-        return MemoryService(backend, load_key(key), policy, gate)
+        return MemoryService(backend, load_key(key), policy, gate, anchor_directory=anchor_dir(key is not None),
+                             refuse_rollback=refuse_rollback)
     except BaseException:
         backend.close()
         raise

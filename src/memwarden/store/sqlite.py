@@ -172,6 +172,10 @@ class SqliteBackend:
         self.path = path
         self.durability = resolve_durability(durability)
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.created = not path.exists() or path.stat().st_size == 0  # a new database (anchor.py)
+        # Called once per committed write transaction, on ``conn`` outside any transaction, before any writer
+        # of the group returns (the service advances its anchor there, anchor.py). It must not raise.
+        self.after_commit: Callable[[sqlite3.Connection], None] | None = None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._mutex = threading.Lock()  # guards _pending and _busy
         self._pending: list[_Request] = []
@@ -308,6 +312,8 @@ class SqliteBackend:
                 self.conn.execute("COMMIT")
                 self.commits += 1
                 self.committed_writes += sum(r.error is None for r in batch)
+                if self.after_commit is not None:
+                    self.after_commit(self.conn)
         except BaseException as exc:  # BEGIN, the FTS rows or COMMIT failed (busy, I/O error, full disk); an interrupt
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
