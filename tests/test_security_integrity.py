@@ -192,10 +192,10 @@ def test_I5_audit_truncated_while_the_store_is_open_stops_serving(store: MemoryS
         _save(store, f"User's project number {i} is called Falcon", kind="fact")
     last = store.backend.conn.execute("SELECT max(seq) FROM audit").fetchone()[0]
     raw_sql(db_path, "DROP TRIGGER audit_no_delete", ("DELETE FROM audit WHERE seq > ?", (last - 4,)))
-    with pytest.raises(RollbackDetected):  # the first commit after the truncation finds it…
-        for _ in range(3):
-            with store.session(SCOPE) as s:
-                s.view(mid)
+    # the first commit after the truncation (the session's start) finds it: the session's own reads refuse…
+    with contextlib.suppress(RollbackDetected), store.session(SCOPE) as s:
+        s.view(mid)
+    assert store.rollback is not None and "behind its anchor" in store.rollback
     with pytest.raises(RollbackDetected):  # …and from then on nothing is served or written
         store.session(SCOPE)
 
@@ -297,3 +297,45 @@ def test_I5_cli_doctor_and_verify_report_a_store_behind_its_anchor_and_accept_re
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["accepted"] is True
     assert runner.invoke(app, [*base, "doctor"]).exit_code == 0
+
+
+# --- item 13: unsigned memory_links (S4, I4, D3) --------------------------------------------------------------
+
+OTHER = memwarden.Scope(tenant="globex", user="u-7", agent="support")
+
+
+def test_S4_injected_link_does_not_make_one_tenants_remove_delete_another_tenants_record(
+        store: MemoryService, db_path: Path) -> None:
+    """The finding: one row in memory_links saying tenant B's record is derived from tenant A's makes A's
+    remove delete B's record."""
+    a = _save(store, "User prefers Go for services")
+    b = _save(store, "User's invoices go to the Lisbon office", scope=OTHER, kind="fact")
+    raw_sql(db_path, ("INSERT INTO memory_links (derived_id, source_id) VALUES (?, ?)", (b, a)))
+    findings = doctor.run(store)
+    assert any(f.check == "link" and f.subject == f"{b} <- {a}" for f in findings), findings
+    with store.session(SCOPE) as s:
+        assert s.remove(a) == [a]
+    with store.session(OTHER) as s:
+        assert s.view(b).content == "User's invoices go to the Lisbon office"
+
+
+def test_S4_injected_link_inside_one_scope_deletes_nothing_else(store: MemoryService, db_path: Path) -> None:
+    a = _save(store, "User prefers Go for services")
+    keep = _save(store, "User's team is called Falcon", kind="fact")
+    raw_sql(db_path, ("INSERT INTO memory_links (derived_id, source_id) VALUES (?, ?)", (keep, a)))
+    assert any(f.check == "link" for f in doctor.run(store))
+    with store.session(SCOPE) as s:
+        assert s.remove(a) == [a]
+        assert s.view(keep).content == "User's team is called Falcon"
+
+
+def test_D3_records_derived_by_their_signed_derived_from_are_still_deleted(store: MemoryService,
+                                                                           db_path: Path) -> None:
+    a = _save(store, "User prefers Go for services")
+    with store.session(SCOPE) as s:
+        d = store.write(s.context, "User prefers Go, in summary", kind="fact", derived_from=[a])
+    assert d.status == "accepted" and d.id
+    raw_sql(db_path, "DELETE FROM memory_links")  # the unsigned index lost: the signed column still decides
+    with store.session(SCOPE) as s:
+        assert sorted(s.remove(a)) == sorted([a, d.id])
+    assert doctor.run(store) == []

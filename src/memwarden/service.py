@@ -747,7 +747,7 @@ class MemoryService:
         """Delete a record and everything derived from it, leaving tombstones in the audit log."""
         row = tx.execute("SELECT content_hash, tenant, user_id, agent FROM memories WHERE id = ?",
                          (memory_id,)).fetchone()
-        derived = self.backend.derived_from(tx, memory_id)
+        derived = [] if row is None else self._derived(tx, memory_id, str(row[1]), str(row[2]))
         self.backend.delete(tx, memory_id)
         tx.execute("DELETE FROM memory_links WHERE source_id = ?", (memory_id,))
         details: dict[str, Any] = {"content_hash": row[0] if row else None, "tombstone": True}
@@ -763,6 +763,17 @@ class MemoryService:
         for d in derived:
             removed += self._delete_tx(tx, ctx, d, "removed", out, reason=f"derived from {memory_id}")
         return removed
+
+    def _derived(self, tx: Tx, memory_id: str, tenant: str, user: str) -> list[str]:
+        """Records derived from ``memory_id`` (D3): of its tenant and user only (S4, in the SQL), by their signed
+        ``derived_from`` alone — never by the unsigned ``memory_links`` (I4). A row whose signature fails is not
+        deleted on its say-so (it is never served either; ``doctor`` reports it)."""
+        out = []
+        for row in self.backend.derived_rows(tx, memory_id, tenant, user):
+            rec = decode_row(row)
+            if rec is not None and self.signer.verify_record(rec) and memory_id in rec.derived_from:
+                out.append(rec.id)
+        return out
 
     def _no_untrusted_deletes(self, ctx: Context, memory_id: str | None, via: str) -> None:
         """Q3/T2: a session that ingested untrusted content may not delete memories (an injected "forget what

@@ -420,14 +420,15 @@ class SqliteBackend:
         tx.execute("DELETE FROM memory_links WHERE derived_id = ?", (memory_id,))
 
     @staticmethod
-    def derived_from(tx: Tx, memory_id: str) -> list[str]:
-        """Records derived from ``memory_id``: by the link table and by the signed ``derived_from`` column."""
-        rows = tx.execute(
-            "SELECT derived_id FROM memory_links WHERE source_id = ?"
-            " UNION SELECT m.id FROM memories m,"
+    def derived_rows(tx: Tx, memory_id: str, tenant: str, user: str) -> list[tuple[object, ...]]:
+        """Rows of the records of the same tenant and user (S4) whose ``derived_from`` column names
+        ``memory_id``. Only that column, which the record's signature covers, decides (I4): ``memory_links``
+        is an unsigned index and is never asked. The caller verifies each row before deleting it."""
+        return tx.execute(
+            f"SELECT {SELECT_COLS} FROM memories m INDEXED BY memories_derived WHERE m.derived_from != '[]'"
+            " AND m.tenant = ? AND m.user_id = ? AND EXISTS (SELECT 1 FROM"
             " json_each(CASE WHEN json_valid(m.derived_from) THEN m.derived_from ELSE '[]' END) j"
-            " WHERE m.derived_from != '[]' AND j.value = ?", (memory_id, memory_id)).fetchall()
-        return sorted(r[0] for r in rows)
+            " WHERE j.value = ?) ORDER BY m.id", (tenant, user, memory_id)).fetchall()
 
 
 class FtsQueue:
