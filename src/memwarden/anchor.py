@@ -16,12 +16,17 @@ Writes are cheap and never torn: two 4 KiB-aligned slots, each a MAC'd line, wri
 highest (epoch, seq). A crash mid-write leaves the other slot — an older anchor, which is safe (an older anchor
 only checks less), never a false refusal.
 
+Cost: the check after a commit needs no query when the commit linked straight onto the anchored row (the
+backend reports which row its first audit append linked to and the head it committed); with the verified slot
+bytes cached, it is a lock, two small reads, one MAC and one write.
+
 Durability (honest): with ``durability=full`` each commit is on disk before its anchor is written (after the
 COMMIT, once per group commit, before any writer of the group returns), so the anchor is never ahead of the
-database; it is not fsynced itself, so after a power loss it may trail the last commits. With ``normal`` a
-commit is not on disk when it returns, so an anchor written then could survive an OS crash that the commit does
-not; there the anchor advances at most once a second, after memwarden fsyncs the WAL itself, and at close: the
-newest second of audit rows is not anchored yet.
+database; it is not fsynced itself, so after a power loss it may trail the last commits (an older anchor only
+checks less, it never refuses a sound store). With ``normal`` a commit is not on disk when it returns, so an
+anchor written then could survive an OS crash that the commit does not; there the anchor advances at most once
+a second, after memwarden fsyncs the WAL itself, and at close: the newest second of audit rows is not anchored
+yet.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 import stat
 import time
 from dataclasses import dataclass
@@ -76,12 +82,14 @@ class AnchorFile:
         self.db_id = signer.mac(b"memwarden anchor id " + os.fsencode(db_path.resolve()))[:32]
         self.path = directory / f"{self.db_id}.anchor"
         self._fd: int | None = None
+        self._verified: dict[bytes, Anchor] = {}  # slot bytes already verified → their anchor
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def _mac(self, epoch: int, seq: int, h: str) -> str:
-        return self._signer.mac_fields(_DOMAIN, (self.db_id, epoch, seq, h))
+        # every field is an int or hex: "|" cannot occur in one, so the joined form is unambiguous
+        return self._signer.mac(b"%s|%s|%d|%d|%s" % (_DOMAIN, self.db_id.encode(), epoch, seq, h.encode()))
 
     def _open(self) -> int:
         if self._fd is None:
@@ -99,6 +107,9 @@ class AnchorFile:
         out: list[Anchor | None] = []
         for i in (0, 1):
             raw = os.pread(fd, _SLOT_BYTES, i * _SLOT).rstrip(b"\0 \n")
+            if raw in self._verified:  # the bytes this process last wrote or verified: no MAC to recompute
+                out.append(self._verified[raw])
+                continue
             try:
                 magic, epoch, seq, h, mac = raw.decode("ascii").split(" ")
                 a = Anchor(int(epoch), int(seq), h)
@@ -107,7 +118,14 @@ class AnchorFile:
                 continue
             ok = magic == _MAGIC and a.seq >= 0 and a.epoch >= 0 and mac == self._mac(a.epoch, a.seq, a.hash)
             out.append(a if ok else None)
+            if ok:
+                self._remember(raw, a)
         return out
+
+    def _remember(self, raw: bytes, a: Anchor) -> None:
+        if len(self._verified) >= 4:
+            self._verified.pop(next(iter(self._verified)))
+        self._verified[raw] = a
 
     def read(self) -> Anchor | None:
         """The current anchor; ``None`` when the file does not exist. Raises ``ValueError`` when it exists
@@ -138,9 +156,10 @@ class AnchorFile:
             def write(a: Anchor) -> None:
                 # overwrite the invalid or older slot; the other keeps the previous anchor
                 target = 0 if slots[0] is None else 1 if slots[1] is None else int(slots[1] < slots[0])
-                line = f"{_MAGIC} {a.epoch} {a.seq} {a.hash} {self._mac(a.epoch, a.seq, a.hash)}\n"
-                os.pwrite(fd, line.encode("ascii").ljust(_SLOT_BYTES, b"\0"), target * _SLOT)
+                line = f"{_MAGIC} {a.epoch} {a.seq} {a.hash} {self._mac(a.epoch, a.seq, a.hash)}".encode("ascii")
+                os.pwrite(fd, (line + b"\n").ljust(_SLOT_BYTES, b"\0"), target * _SLOT)
                 slots[target] = a
+                self._remember(line, a)
 
             yield current, write
         finally:
@@ -195,14 +214,21 @@ class AnchorKeeper:
 
     @staticmethod
     def _compare(conn: Any, a: Anchor) -> str | None:
-        db_seq, _h = head(conn)
-        if db_seq < a.seq:
-            return _problem_behind(db_seq, a)
-        if a.seq:
-            row = conn.execute("SELECT hash FROM audit WHERE seq = ?", (a.seq,)).fetchone()
-            if row is None or row[0] != a.hash:
-                return _problem_forked(a)
-        return None
+        return AnchorKeeper._head_against(conn, a)[1]
+
+    @staticmethod
+    def _head_against(conn: Any, a: Anchor) -> tuple[tuple[int, str], str | None]:
+        """The head (seq, hash) ``conn`` sees, and the problem if it is behind or off the anchor ``a`` — one
+        query for both rows."""
+        rows = dict(conn.execute("SELECT seq, hash FROM audit WHERE seq = ? OR seq = (SELECT max(seq) FROM audit)",
+                                 (a.seq,)).fetchall())
+        top = max(rows, default=0)
+        now = (int(top), str(rows[top])) if rows else (0, "")
+        if now[0] < a.seq:
+            return now, _problem_behind(now[0], a)
+        if a.seq and rows.get(a.seq) != a.hash:
+            return now, _problem_forked(a)
+        return now, None
 
     def needs_start(self, created: bool) -> bool:
         """Whether this open must write a new anchor (none yet, or a brand-new database at an anchored path)."""
@@ -223,31 +249,37 @@ class AnchorKeeper:
         assert self.known is not None
         return self.known
 
-    def after_commit(self, conn: Any) -> None:
-        """Called by the backend once per committed write transaction, on the write connection (no transaction
-        open). Checks the store did not fall behind the anchor meanwhile, and advances it."""
-        if self.problem is not None:
+    def after_commit(self, conn: Any, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
+        """Called by the backend once per committed write transaction (a whole group commit), on the write
+        connection outside any transaction, before any writer of the group returns. ``base`` is the chain's
+        head the transaction's first audit append linked to, ``top`` the head it committed (both None when it
+        appended nothing). Checks the store had not fallen behind the anchor, and advances it. Never raises."""
+        if self.problem is not None or top is None or base is None:
             return
-        now = time.monotonic()
         if self.durability != "full":
+            now = time.monotonic()
             if now - self._synced < NORMAL_SYNC_SECONDS:
                 return
             self._synced = now
         try:
-            self._advance(conn)
-        except OSError as exc:
-            self.error = f"the anchor {self.file.path} could not be written: {exc.strerror or exc}"
+            self._advance(conn, base=base, top=top)
+        except (OSError, sqlite3.Error) as exc:
+            self.error = f"the anchor {self.file.path} could not be checked or written: {exc}"
 
-    def _advance(self, conn: Any, *, sync: bool | None = None) -> None:
+    def _advance(self, conn: Any, *, base: tuple[int, str] | None = None, top: tuple[int, str] | None = None,
+                 sync: bool | None = None) -> None:
         with self.file.locked() as (current, write):
             # under the lock: every anchor written so far is of a commit this connection can see now
             a = current if current is not None and (self.known is None or current > self.known) else self.known
-            if a is not None:
-                problem = self._compare(conn, a)
+            if a is not None and base == (a.seq, a.hash) and top is not None:
+                seq, h = top  # the commit linked straight onto the anchored row: nothing to look up
+            elif a is not None:
+                (seq, h), problem = self._head_against(conn, a)
                 if problem is not None:
                     self.problem = problem
                     return
-            seq, h = head(conn)
+            else:
+                seq, h = head(conn)
             if a is not None and seq <= a.seq:
                 self.known = a
                 return
@@ -273,7 +305,7 @@ class AnchorKeeper:
         try:
             if self.problem is None and self.durability != "full":
                 self._advance(conn, sync=True)
-        except OSError as exc:
-            self.error = f"the anchor {self.file.path} could not be written: {exc.strerror or exc}"
+        except (OSError, sqlite3.Error) as exc:
+            self.error = f"the anchor {self.file.path} could not be written: {exc}"
         finally:
             self.file.close()

@@ -53,6 +53,7 @@ def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None
         (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json, prev, h),
     )
     tx.execute("INSERT OR REPLACE INTO meta VALUES ('audit_head', ?)", (_head(signer, seq, h),))
+    tx.note_audit((seq - 1, prev), (seq, h))  # the anchor check after the commit needs no query (anchor.py)
     return Event(event=event, ts=ts, seq=seq, memory_id=memory_id, session_id=session_id, tenant=tenant,
                  user=user, agent=agent, actor=actor, details=det)
 

@@ -200,13 +200,11 @@ class MemoryService:
             problem = self.anchor.check(conn, created=backend.created)
         if problem is None and self.anchor.needs_start(backend.created):
             previous = self.anchor.known
-            ctx = Context(Scope("-", "-"), session_id=new_id(), source_type=SourceType.OPERATOR,
-                          actor="system:anchor")
             details: dict[str, Any] = {"anchor": str(self.anchor.file.path), "new_database": backend.created}
             if previous is not None:
                 details["previous_anchor"] = {"epoch": previous.epoch, "seq": previous.seq}
-            self._transact(lambda tx: audit.append(tx, self.signer, CREATED_EVENT, actor=ctx.actor,
-                                                   session_id=ctx.session_id, details=details))
+            self._transact(lambda tx: audit.append(tx, self.signer, CREATED_EVENT, actor="system:anchor",
+                                                   session_id=new_id(), details=details))
             with backend.read() as conn:
                 self.anchor.start(conn)
         if problem is not None:
@@ -215,10 +213,10 @@ class MemoryService:
                 raise RollbackDetected(f"{self.rollback}; nothing is served from it. {RESTORE_HINT}")
         backend.after_commit = self._after_commit
 
-    def _after_commit(self, conn: Any) -> None:
+    def _after_commit(self, conn: Any, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
         """Once per committed write transaction (store/sqlite.py): the anchor check and advance (I5)."""
         try:
-            self.anchor.after_commit(conn)
+            self.anchor.after_commit(conn, base, top)
         except Exception as exc:  # never turns a committed write into a failure
             self.anchor.error = f"the anchor could not be checked: {exc}"
         if self.anchor.problem is not None and self.rollback is None:
@@ -244,9 +242,8 @@ class MemoryService:
             "reason": reason.strip()[:1000], "refused": self.rollback, "chain_problems": problems[:100],
             "anchor_before": None if known is None else {"epoch": known.epoch, "seq": known.seq},
             "head_before": {"seq": seq, "hash": h}}
-        ctx = Context(Scope("-", "-"), session_id=new_id(), source_type=SourceType.OPERATOR, actor=actor)
         ev = self._transact(lambda tx: audit.append(tx, self.signer, audit.RESTORE_ACCEPTED, actor=actor,
-                                                    session_id=ctx.session_id, details=details),
+                                                    session_id=new_id(), details=details),
                             allow_rollback=True)
         with self.backend.read() as conn:
             anchored = self.anchor.reset(conn)
@@ -263,6 +260,7 @@ class MemoryService:
     def close(self) -> None:
         try:
             if self.backend.after_commit is not None:
+                self.backend.after_commit = None
                 self.backend.run_exclusive(self.anchor.close)
         finally:
             self.backend.close()
