@@ -914,6 +914,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="memwarden-bench-", dir=args.dir) as d:
         tmp = Path(d)
+        os.environ.setdefault("MEMWARDEN_ANCHOR_DIR", str(tmp / "anchors"))  # the temporary stores' anchors (I5)
         results = run(args, tmp)
         text = report(results)
         print(text)

@@ -535,7 +535,8 @@ def test_a1_audit_verify_fails_after_audit_row_edit(cli: Cli) -> None:
     result = cli("audit", "verify")
     assert result.exit_code == 1
     assert "edited" in result.stdout
-    assert result.stderr.strip().splitlines() == ["error: audit chain broken: 1 problem(s) in 2 events"]
+    # 3 events: the store's anchor_created (I5) and the two saves
+    assert result.stderr.strip().splitlines() == ["error: audit chain broken: 1 problem(s) in 3 events"]
 
 
 def test_a1_audit_verify_fails_after_audit_row_deleted(cli: Cli) -> None:

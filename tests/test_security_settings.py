@@ -337,7 +337,8 @@ def test_I4_upgrade_is_not_repeated_when_its_mark_is_deleted_in_file(db_path: Pa
 
 
 def test_I4_new_store_is_marked_without_an_audit_event(store: MemoryService) -> None:
-    assert audit.log_rows(store.backend, limit=10) == []
+    # its only event is the anchor's (I5): no settings_migrated
+    assert [r["event"] for r in audit.log_rows(store.backend, limit=10)] == ["anchor_created"]
     with store.backend.read() as conn:
         assert store.settings.get(conn, MIGRATED) == "1"
         assert store.settings.get(conn, TOKENIZER) == TOKENIZER_VERSION

@@ -6,12 +6,20 @@ edited field, a deleted row (a gap in ``seq`` or a broken link) and reordered ro
 seq and hash) is anchored in ``meta`` under its own keyed MAC, so deleting the newest rows is detected too.
 Tombstones carry id and hash, never content; only rejected candidates (never stored anywhere else) are kept in
 full (G6). Which sessions a memory reached (A2) is read from the chained rows themselves.
+
+Reads rely only on audit evidence they verified (I5, T6): :class:`ChainCursor` walks the chain once per process
+(on its first read, then only the rows appended since) and remembers where it is broken; :meth:`ChainCursor.vouch`
+accepts a lifecycle row only if its own MAC verifies and no unaccepted break of the chain lies after it (a break
+means rows were deleted, edited or forged there, so a newer event of any record may be missing). A break is
+accepted by a later, verified ``restore_accepted`` event (``memwarden audit accept-restore``). The head of the
+chain is also anchored outside the database (``anchor.py``), so a truncated tail or an older file is caught too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +30,10 @@ from memwarden.store.sqlite import SqliteBackend, Tx
 
 GENESIS = "0" * 64
 READ_EVENTS = ("read", "injected")
+RESTORE_ACCEPTED = "restore_accepted"  # an operator accepted a restore or a broken chain (anchor.py, CLI)
+LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
+LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
+ROW_COLS = "seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details, prev_hash, hash"
 
 
 def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None = None,
@@ -41,8 +53,171 @@ def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None
         (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json, prev, h),
     )
     tx.execute("INSERT OR REPLACE INTO meta VALUES ('audit_head', ?)", (_head(signer, seq, h),))
+    tx.note_audit((seq - 1, prev), (seq, h))  # the anchor check after the commit needs no query (anchor.py)
     return Event(event=event, ts=ts, seq=seq, memory_id=memory_id, session_id=session_id, tenant=tenant,
                  user=user, agent=agent, actor=actor, details=det)
+
+
+def row_mac_ok(signer: Signer, row: Sequence[object]) -> bool:
+    """Whether an audit row (``ROW_COLS`` order) carries the MAC memwarden computed for it: not edited, not forged."""
+    return signer.audit_link(str(row[10]), row[:10]) == row[11]
+
+
+def head(db: Any) -> tuple[int, str]:
+    """The newest (seq, hash) of the chain as ``db`` sees it; (0, GENESIS) when it is empty."""
+    row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+
+class ChainCursor:
+    """What this process has verified of the audit chain (I5): walked through ``seq`` (whose hash is ``hash``),
+    the rows at which the chain breaks, the newest verified ``restore_accepted`` event, and — built from verified
+    rows only — each live record's newest lifecycle event (``live``: id → (seq, version, content hash)). Reads
+    compare a record with ``live``, not with whatever the audit table says now, so an audit row edited, deleted or
+    forged after the walk cannot vouch for a rolled-back record either.
+
+    Only committed rows are walked (``advance`` is given a read snapshot); lifecycle rows newer than the cursor
+    (a write transaction still open) are checked by :meth:`vouch` on the caller's connection, link by link."""
+
+    def __init__(self, signer: Signer) -> None:
+        self._signer = signer
+        self._lock = threading.Lock()
+        self.seq = 0
+        self.hash = GENESIS
+        self.breaks: list[int] = []  # seq of each row whose link or MAC failed
+        self.accepted_through = 0  # breaks before this restore_accepted row are accepted
+        self.diverged: str | None = None  # rows this process verified were later changed or removed
+        self.live: dict[str, tuple[int, int, str]] = {}
+        self.forged: dict[str, int] = {}  # id named by a row whose MAC fails → that row's seq
+
+    def advance(self, db: Any) -> None:
+        """Walk the rows appended since the last call (all of them the first time). A snapshot older than what
+        was walked already (another thread's read began earlier) has nothing new and is left alone."""
+        with self._lock:
+            if self.diverged is not None or head(db)[0] < self.seq:
+                return
+            if self.seq:
+                row = db.execute("SELECT hash FROM audit WHERE seq = ?", (self.seq,)).fetchone()
+                if row is None or row[0] != self.hash:
+                    self.diverged = (f"audit row {self.seq} was changed or removed after this process verified it"
+                                     " (the audit log was edited or the database replaced while in use)")
+                    return
+            for row in db.execute(f"SELECT {ROW_COLS} FROM audit WHERE seq > ? ORDER BY seq", (self.seq,)):
+                seq = int(row[0])
+                mac_ok = row_mac_ok(self._signer, row)
+                if not (mac_ok and seq == self.seq + 1 and row[10] == self.hash):
+                    self.breaks.append(seq)
+                if mac_ok:
+                    self._note(row)
+                elif row[7] is not None:
+                    self.forged[str(row[7])] = seq
+                self.seq, self.hash = seq, str(row[11])
+
+    def _note(self, row: Sequence[object]) -> None:
+        event, mid = row[2], row[7]
+        if event == RESTORE_ACCEPTED:
+            self.accepted_through = int(row[0])  # type: ignore[call-overload]
+        elif mid is None or event not in LIFECYCLE_EVENTS:
+            return
+        elif event in LIVE_EVENTS:
+            det = details_of(row)
+            self.live[str(mid)] = (int(row[0]), det.get("version"), det.get("content_hash"))  # type: ignore
+        else:
+            self.live.pop(str(mid), None)
+
+    @property
+    def last_break(self) -> int:
+        """The newest break no later ``restore_accepted`` event covers (0: none)."""
+        return max((b for b in self.breaks if b > self.accepted_through), default=0)
+
+    def vouch(self, db: Any, records: Sequence[tuple[str, int, str]]) -> dict[str, str]:
+        """For each (id, version, content hash) read through ``db`` that the verified evidence does not vouch
+        for, why not. Call :meth:`advance` first.
+
+        The evidence is the ``live`` entry the walk built. Two cases read the table instead, each row checked by
+        its own MAC: a lifecycle row newer than the cursor (``db`` is a write transaction still open: its rows
+        must also link into the verified chain), and a snapshot older than the cursor (another thread committed
+        since it began: its record is judged by the newest event that snapshot holds)."""
+        if self.diverged is not None:
+            return {mid: self.diverged for mid, _v, _h in records}
+        snapshot = head(db)[0]
+        latest = _latest_lifecycle(db, [mid for mid, _v, _h in records])
+        last_break = self.last_break
+        out: dict[str, str] = {}
+        for mid, version, chash in records:
+            ev = latest.get(mid)
+            entry = self.live.get(mid)
+            seq: int
+            if ev is not None and (int(ev[0]) > self.seq  # type: ignore[call-overload]
+                                   or (snapshot < self.seq and (entry is None or entry[0] > snapshot))):
+                if not row_mac_ok(self._signer, ev):
+                    out[mid] = "its newest audit event fails verification (a forged or edited audit row)"
+                    continue
+                seq = int(ev[0])  # type: ignore[call-overload]
+                if seq > self.seq and not self._segment_ok(db, seq):
+                    out[mid] = "its newest audit event is not linked into the verified audit chain"
+                    continue
+                if ev[2] not in LIVE_EVENTS:
+                    out[mid] = "its newest audit event says it was deleted (a deleted row put back)"
+                    continue
+                det = details_of(ev)
+                want = (det.get("version"), det.get("content_hash"))
+            elif entry is not None:
+                seq, want = entry[0], (entry[1], entry[2])
+            else:
+                out[mid] = ("no verified audit event says it is live (a deleted row put back, or a row memwarden "
+                            "never wrote)")
+                continue
+            if self.forged.get(mid, -1) > seq:
+                out[mid] = ("an audit row about it fails verification (forged or edited), newer than its last "
+                            "verified event")
+            elif seq < last_break:
+                out[mid] = (f"the audit chain is broken at row {last_break}, after its newest audit event (rows "
+                            "deleted, edited or forged there): run `memwarden audit verify`")
+            elif want != (version, chash):
+                out[mid] = "record does not match its audit history (rolled back to an older version)"
+        return out
+
+    def _segment_ok(self, db: Any, upto: int) -> bool:
+        """Rows after the cursor up to ``upto`` (e.g. of the caller's open transaction) link and verify."""
+        prev_seq, prev = self.seq, self.hash
+        for row in db.execute(f"SELECT {ROW_COLS} FROM audit WHERE seq > ? AND seq <= ? ORDER BY seq",
+                              (prev_seq, upto)):
+            if not (row_mac_ok(self._signer, row) and int(row[0]) == prev_seq + 1 and row[10] == prev):
+                return False
+            prev_seq, prev = int(row[0]), str(row[11])
+        return prev_seq == upto
+
+
+def _latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[object, ...]]:
+    """The newest lifecycle row of each id as ``db`` sees it, in ``ROW_COLS`` order."""
+    out: dict[str, tuple[object, ...]] = {}
+    events = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i:i + 500])
+        rows = db.execute(
+            f"SELECT {ROW_COLS} FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
+            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({events}) GROUP BY memory_id)",
+            chunk).fetchall()
+        for row in rows:
+            out[str(row[7])] = tuple(row)
+    return out
+
+
+def newest_lifecycle_event(db: Any, memory_id: str) -> str | None:
+    """The name of the newest lifecycle event the audit log holds for ``memory_id`` (None: it names none); a
+    restore refuses an id this store once had (D3: a deleted memory does not come back through an import)."""
+    row = _latest_lifecycle(db, [memory_id]).get(memory_id)
+    return None if row is None else str(row[2])
+
+
+def details_of(row: Sequence[object]) -> dict[str, Any]:
+    """The parsed details of an audit row in ``ROW_COLS`` order (``{}`` when malformed)."""
+    try:
+        parsed = json.loads(str(row[9]))
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _head(signer: Signer, seq: int, h: str) -> str:

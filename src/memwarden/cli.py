@@ -210,15 +210,17 @@ class State:
     verbose: bool = False
     _service: MemoryService | None = field(default=None, repr=False)
 
-    def service(self) -> MemoryService:
-        """Open the store on first use (commands such as ``scan`` and ``demo`` never open it)."""
+    def service(self, *, inspect: bool = False) -> MemoryService:
+        """Open the store on first use (commands such as ``scan`` and ``demo`` never open it). ``inspect``
+        (doctor, audit verify, audit accept-restore): open a store behind its anchor too, to report on it; it
+        still serves nothing and takes no other write (I5)."""
         if self._service is None:
             import memwarden
             from memwarden.store.sqlite import resolve_url
 
             path = resolve_url(self.url)
             existed = path.exists()
-            self._service = memwarden.open(self.url)
+            self._service = memwarden.open(self.url, refuse_rollback=not inspect)
             if not existed:  # a mistyped --db must not pass unnoticed
                 typer.echo(f"note: created a new, empty store at {printable(str(path))}", err=True)
             if self.verbose:
@@ -962,21 +964,53 @@ def _short_hashes(value: Any) -> Any:
 
 @audit_app.command("verify")
 def audit_verify(ctx: typer.Context) -> None:
-    """Verify the audit hash chain; exits 1 and lists the problems if a row was edited, deleted or moved."""
-    service = _state(ctx).service()
-    problems = audit.verify(service.backend, service.signer)
+    """Verify the audit hash chain, and the store against its anchor outside the database; exits 1 and lists
+    the problems if a row was edited, deleted or moved, or the file is an older copy (rows truncated)."""
+    service = _state(ctx).service(inspect=True)
+    problems = [(str(p.seq), p.problem) for p in audit.verify(service.backend, service.signer)]
+    if service.rollback is not None:
+        problems.append(("anchor", service.rollback))
     with service.backend.read() as conn:
         count, last = conn.execute("SELECT count(*), max(seq) FROM audit").fetchone()
     if not problems:
-        _console().print(Text(f"✓ audit chain intact: {count} events (last seq {last or 0})", style="green"))
+        _console().print(Text(f"✓ audit chain intact: {count} events (last seq {last or 0}), at its anchor",
+                              style="green"))
         return
     table = Table(title="audit chain problems", box=box.SIMPLE_HEAVY, title_justify="left")
     table.add_column("seq", no_wrap=True)
     table.add_column("problem")
-    for p in problems:
-        table.add_row(str(p.seq), p.problem)
+    for seq, problem in problems:
+        table.add_row(seq, Text(printable(problem)))
     _console().print(table)
-    raise CliError(f"audit chain broken: {len(problems)} problem(s) in {count} events")
+    raise CliError(f"audit chain broken: {len(problems)} problem(s) in {count} events"
+                   + ("; see `memwarden audit accept-restore --help`" if service.rollback else ""))
+
+
+@audit_app.command("accept-restore")
+def audit_accept_restore(
+    ctx: typer.Context,
+    reason: Annotated[str, typer.Option(help="Why the store is accepted as it is (kept in the audit log).",
+                                        show_default=False)],
+    as_json: JsonOpt = False,
+) -> None:
+    """Accept a deliberate restore: the store is behind its anchor (an older copy of the file was put back, or
+    it was moved or copied here) or its audit chain lost rows, and you mean to keep it as it is.
+
+    Run `memwarden doctor` first and read what it says. This appends a `restore_accepted` event (who, why, the
+    old anchor, every problem found), re-anchors the store, and from then on serves what the restored copy
+    holds — including memories forgotten after the copy was made: forget them again. Records whose own audit
+    evidence is forged stay refused."""
+    out = _state(ctx).service(inspect=True).accept_restore(OPERATOR_ACTOR, reason)
+    if as_json:
+        _echo_json(out)
+        return
+    if not out["accepted"]:
+        _console().print(Text(f"✓ {out['message']}", style="green"))
+        return
+    con = _console()
+    for problem in out["problems"]:
+        con.print(Text(f"accepted: {printable(problem)}", style="yellow"))
+    con.print(Text(f"✓ restore accepted (audit event {out['seq']}); the store is anchored again", style="green"))
 
 
 @audit_app.command("reads")
@@ -1234,12 +1268,13 @@ def gc(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Check the store: integrity, zombie index rows, signatures, usage counters, audit chain.
+    """Check the store: integrity, zombie index rows, signatures, derivation links, usage counters, audit
+    chain, and the anchor outside the database (an older copy put back, a truncated audit log).
 
     Exits 1 if anything is wrong."""
     from memwarden import doctor as doctor_mod
 
-    service = _state(ctx).service()
+    service = _state(ctx).service(inspect=True)
     findings = doctor_mod.run(service)
     if as_json:
         _echo_json(
@@ -1255,7 +1290,7 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _console().print(
             Text(
                 f"✓ no problems found in {printable(str(service.path))}: SQLite integrity, no "
-                "zombie rows, every signature valid, audit chain intact",
+                "zombie rows, every signature valid, audit chain intact and at its anchor",
                 style="green",
             )
         )

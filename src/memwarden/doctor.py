@@ -1,11 +1,13 @@
 """``memwarden doctor``: prove the store is sound (D3, I1, A1). Any finding means a non-zero exit.
 
 Checks: SQLite's own integrity check; zombies (index or history rows whose record is gone, links to deleted
-records or missing links, usage counters and sizes that disagree with the rows); every record's signature and its
-agreement with the audit history (no rollback to an old signed version, no deleted row put back); the audit
-hash chain and its head anchor; settings and token rows that fail verification (or a revoked token put back as
-live), an embedder setting naming an endpoint the process configuration does not, and files or a data directory
-that group or others can read.
+records or missing links, usage counters and sizes that disagree with the rows); injected links (not backed by
+the record's signed ``derived_from``, or across tenants or users); every record's signature and its agreement
+with verified audit history (no rollback to an old signed version, no deleted row put back, no record
+vouched for by a forged, edited or deleted audit row); the audit hash chain and its head anchor; the store
+against its anchor outside the database (an older copy of the file, a truncated audit log: I5); settings and
+token rows that fail verification (or a revoked token put back as live), an embedder setting naming an endpoint
+the process configuration does not, and files or a data directory that group or others can read.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from memwarden.store.sqlite import SELECT_COLS
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    check: str  # sqlite | zombie | signature | audit | usage | settings | token | files
+    check: str  # sqlite | zombie | link | signature | audit | usage | anchor | settings | token | files
     subject: str  # memory id, table or audit seq
     problem: str
 
@@ -55,6 +57,13 @@ _MISSING_LINKS = (
     " WHERE m.derived_from != '[]' AND NOT EXISTS"
     " (SELECT 1 FROM memory_links l WHERE l.derived_id = m.id AND l.source_id = j.value)"
 )
+# A link the signed derived_from of its record does not back, or one across tenants or users: injected (I4, S4).
+_UNBACKED_LINKS = (
+    "SELECT l.derived_id || ' <- ' || l.source_id FROM memory_links l JOIN memories d ON d.id = l.derived_id"
+    " JOIN memories s ON s.id = l.source_id WHERE d.tenant != s.tenant OR d.user_id != s.user_id OR NOT EXISTS"
+    " (SELECT 1 FROM json_each(CASE WHEN json_valid(d.derived_from) THEN d.derived_from ELSE '[]' END) j"
+    " WHERE j.value = l.source_id)"
+)
 _BAD_SIZES = "SELECT id FROM memories WHERE size_bytes IS NOT length(CAST(content AS BLOB))"
 
 
@@ -82,6 +91,9 @@ def run(service: MemoryService) -> list[Finding]:
                                         f"{real_n}/{real_b}"))
         for (subject,) in conn.execute(_MISSING_LINKS).fetchall():
             findings.append(Finding("zombie", str(subject), "derived_from edge missing from memory_links"))
+        for (subject,) in conn.execute(_UNBACKED_LINKS).fetchall():
+            findings.append(Finding("link", str(subject), "memory_links row not backed by the record's signed "
+                                    "derived_from, or across scopes (injected)"))
         for (mid,) in conn.execute(_BAD_SIZES).fetchall():
             findings.append(Finding("usage", str(mid), "size_bytes does not match the content"))
         rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m ORDER BY m.id").fetchall()
@@ -89,6 +101,11 @@ def run(service: MemoryService) -> list[Finding]:
         findings.append(Finding("signature", mid, why))
     for problem in audit.verify(service.backend, service.signer):
         findings.append(Finding("audit", f"seq {problem.seq}", problem.problem))
+    if service.rollback is not None:
+        findings.append(Finding("anchor", str(service.path), service.rollback + "; if this copy was put back on"
+                                " purpose: `memwarden audit accept-restore --reason …`"))
+    if service.anchor.error is not None:
+        findings.append(Finding("anchor", str(service.anchor.file.path), service.anchor.error))
     findings += _settings_tokens_files(service)
     return findings
 

@@ -86,6 +86,13 @@ class IntegrityError(MemwardenError):
     code = "integrity"
 
 
+class RollbackDetected(IntegrityError):
+    """I5: the store is behind (or off) the anchor kept outside it — an older copy of the file, or a truncated
+    audit log. Nothing is read from it or written to it until an operator accepts it (audited)."""
+
+    code = "rollback"
+
+
 class KeyError_(MemwardenError):
     """The signing key is missing, unreadable, too open, or not the key this database was signed with."""
 

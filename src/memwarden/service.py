@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from memwarden import audit, repeats, upgrade
+from memwarden.anchor import CREATED_EVENT, AnchorFile, AnchorKeeper, anchor_dir
 from memwarden.errors import (
     CapacityError,
     Forbidden,
@@ -27,6 +28,7 @@ from memwarden.errors import (
     MemwardenError,
     NotFound,
     RateLimited,
+    RollbackDetected,
     UnknownSession,
     VersionConflict,
 )
@@ -75,6 +77,8 @@ MAX_EVICTIONS = 16  # extracted records one extracted write may evict
 MAX_REPEATS = 8  # ids of repeated untrusted memories kept in a record's sources and its audit event (T7)
 EXTRACTOR_SOURCE = "extractor:"  # prefix of the source an extractor's writes carry (T4)
 _SOURCE_TYPES = frozenset(s.value for s in SourceType)
+RESTORE_HINT = ("If this copy was put back on purpose, an operator accepts it with `memwarden audit accept-restore "
+                "--reason \"…\"` (audited); otherwise put the newest copy of the database back")
 _BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from",
                         "restore", "hold"})
 
@@ -169,7 +173,8 @@ class MemoryService:
     """What :func:`memwarden.open` returns: the store, its gate, audit log, event bus and provider registry."""
 
     def __init__(self, backend: SqliteBackend, key: bytes, policy: Policy | None = None,
-                 gate: Gate | None = None) -> None:
+                 gate: Gate | None = None, *, anchor_directory: Path | None = None,
+                 refuse_rollback: bool = True) -> None:
         self.backend = backend
         self.policy = policy or Policy()
         self.gate = gate or Gate(self.policy)
@@ -184,9 +189,13 @@ class MemoryService:
         from memwarden.retrieval import Retrieval
 
         self.retrieval = Retrieval(self, key)  # hybrid search, embedder, derived indexes (issue 5)
+        self.chain = audit.ChainCursor(self.signer)  # the audit evidence this process verified (I5)
+        self.rollback: str | None = None  # set when the store is behind its anchor: nothing is served (I5)
         self._check_key(key)
-        upgrade.run(self)  # a store of an earlier version: its unsigned settings and token rows signed, once
-        self.retrieval.open()
+        self._open_anchor(anchor_directory or anchor_dir(), refuse_rollback)
+        if self.rollback is None:  # opened for inspection only: nothing is migrated or written on a store it refuses
+            upgrade.run(self)  # a store of an earlier version: its unsigned settings and token rows signed, once
+            self.retrieval.open()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -205,12 +214,80 @@ class MemoryService:
 
         self._transact(work)
 
+    def _open_anchor(self, directory: Path, refuse: bool) -> None:
+        """I5: compare the store with its anchor outside the database; create the anchor on first use (and for
+        a brand-new database at an anchored path, in a new epoch); advance it after every commit from now on."""
+        backend = self.backend
+        self.anchor = AnchorKeeper(AnchorFile(directory, self.signer, backend.path), backend.durability,
+                                   backend.path.with_name(backend.path.name + "-wal"))
+        with backend.read() as conn:
+            problem = self.anchor.check(conn, created=backend.created)
+        if problem is None and self.anchor.needs_start(backend.created):
+            previous = self.anchor.known
+            details: dict[str, Any] = {"anchor": str(self.anchor.file.path), "new_database": backend.created}
+            if previous is not None:
+                details["previous_anchor"] = {"epoch": previous.epoch, "seq": previous.seq}
+            self._transact(lambda tx: audit.append(tx, self.signer, CREATED_EVENT, actor="system:anchor",
+                                                   session_id=new_id(), details=details))
+            with backend.read() as conn:
+                self.anchor.start(conn)
+        if problem is not None:
+            self.rollback = f"{backend.path}: {problem}"
+            if refuse:
+                raise RollbackDetected(f"{self.rollback}; nothing is served from it. {RESTORE_HINT}")
+        backend.after_commit = self._after_commit
+
+    def _after_commit(self, conn: Any, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
+        """Once per committed write transaction (store/sqlite.py): the anchor check and advance (I5)."""
+        try:
+            self.anchor.after_commit(conn, base, top)
+        except Exception as exc:  # never turns a committed write into a failure
+            self.anchor.error = f"the anchor could not be checked: {exc}"
+        if self.anchor.problem is not None and self.rollback is None:
+            self.rollback = f"{self.backend.path}: {self.anchor.problem}"
+
+    def accept_restore(self, actor: str, reason: str) -> dict[str, Any]:
+        """I5: an operator accepts the store as it is now — restored from an older copy, moved, or with audit
+        rows lost — after reading what ``doctor`` says. Appends a ``restore_accepted`` event naming the old
+        anchor, the head and every chain problem (breaks before it stop refusing reads), and re-anchors the
+        store in a new epoch. Nothing else changes: a record whose own evidence is forged stays refused."""
+        if not actor.startswith("operator:"):
+            raise Forbidden("accepting a restore is an operator action")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("say why the restore is accepted (--reason): it is kept in the audit log")
+        problems = [str(p) for p in audit.verify(self.backend, self.signer)]
+        if self.rollback is None and not problems:
+            return {"accepted": False, "message": "nothing to accept: the store matches its anchor and its audit "
+                                                  "chain is intact"}
+        known = self.anchor.known
+        with self.backend.read() as conn:
+            seq, h = audit.head(conn)
+        details: dict[str, Any] = {
+            "reason": reason.strip()[:1000], "refused": self.rollback, "chain_problems": problems[:100],
+            "anchor_before": None if known is None else {"epoch": known.epoch, "seq": known.seq},
+            "head_before": {"seq": seq, "hash": h}}
+        ev = self._transact(lambda tx: audit.append(tx, self.signer, audit.RESTORE_ACCEPTED, actor=actor,
+                                                    session_id=new_id(), details=details),
+                            allow_rollback=True)
+        with self.backend.read() as conn:
+            anchored = self.anchor.reset(conn)
+        self.rollback = None
+        self.chain = audit.ChainCursor(self.signer)  # walk again: the accepted breaks no longer refuse reads
+        self._commit_events([ev])
+        return {"accepted": True, "seq": ev.seq, "anchor": {"epoch": anchored.epoch, "seq": anchored.seq},
+                "problems": ([str(details["refused"])] if details["refused"] else []) + problems}
+
     @property
     def path(self) -> Path:
         return self.backend.path
 
     def close(self) -> None:
-        self.backend.close()
+        try:
+            if self.backend.after_commit is not None:
+                self.backend.after_commit = None
+                self.backend.run_exclusive(self.anchor.close)
+        finally:
+            self.backend.close()
 
     def __enter__(self) -> MemoryService:
         return self
@@ -640,9 +717,9 @@ class MemoryService:
                                    verdict, "already in the store at this version: nothing written")
             raise InvalidInput(f"memory {restore.id} already exists in this store (version {version}); a restore "
                                "never overwrites a record")
-        gone = latest_lifecycle(tx, [restore.id]).get(restore.id)
+        gone = audit.newest_lifecycle_event(tx, restore.id)
         if gone is not None:
-            raise InvalidInput(f"memory {restore.id} was deleted from this store ({gone[0]}); a deleted memory is "
+            raise InvalidInput(f"memory {restore.id} was deleted from this store ({gone}); a deleted memory is "
                                "not restored (D3)")
         return None
 
@@ -747,9 +824,12 @@ class MemoryService:
             return Status.ACTIVE, "auto"
         return Status.REVIEW, "none"
 
-    def _transact(self, work: Callable[[Tx], T]) -> T:
+    def _transact(self, work: Callable[[Tx], T], *, allow_rollback: bool = False) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
-        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6)."""
+        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
+        behind its anchor takes no write but an operator's acceptance (I5)."""
+        if self.rollback is not None and not allow_rollback:
+            raise RollbackDetected(f"{self.rollback}; nothing is read from or written to it. {RESTORE_HINT}")
         seen: list[Tx] = []
 
         def run(tx: Tx) -> T:
@@ -903,7 +983,7 @@ class MemoryService:
         """Delete a record and everything derived from it, leaving tombstones in the audit log."""
         row = tx.execute("SELECT content_hash, tenant, user_id, agent FROM memories WHERE id = ?",
                          (memory_id,)).fetchone()
-        derived = self.backend.derived_from(tx, memory_id)
+        derived = [] if row is None else self._derived(tx, memory_id, str(row[1]), str(row[2]))
         self.backend.delete(tx, memory_id)
         tx.execute("DELETE FROM memory_links WHERE source_id = ?", (memory_id,))
         details: dict[str, Any] = {"content_hash": row[0] if row else None, "tombstone": True}
@@ -919,6 +999,17 @@ class MemoryService:
         for d in derived:
             removed += self._delete_tx(tx, ctx, d, "removed", out, reason=f"derived from {memory_id}")
         return removed
+
+    def _derived(self, tx: Tx, memory_id: str, tenant: str, user: str) -> list[str]:
+        """Records derived from ``memory_id`` (D3): of its tenant and user only (S4, in the SQL), by their signed
+        ``derived_from`` alone — never by the unsigned ``memory_links`` (I4). A row whose signature fails is not
+        deleted on its say-so (it is never served either; ``doctor`` reports it)."""
+        out = []
+        for row in self.backend.derived_rows(tx, memory_id, tenant, user):
+            rec = decode_row(row)
+            if rec is not None and self.signer.verify_record(rec) and memory_id in rec.derived_from:
+                out.append(rec.id)
+        return out
 
     def _no_untrusted_deletes(self, ctx: Context, memory_id: str | None, via: str) -> None:
         """Q3/T2: a session that ingested untrusted content may not delete memories (an injected "forget what
@@ -1009,7 +1100,9 @@ class MemoryService:
                 [*params, now_ms(), ctx.clearance])
 
     def _check(self, db: Any, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
-        """Decode each row, verify its signature and that it is the version its audit history says is current.
+        """Decode each row, verify its signature and that it is the version its audit history says is current —
+        by audit evidence that is itself verified: the lifecycle row's own MAC, and its place in the chain this
+        process walked (I5: no forged, edited or deleted audit row can vouch for a rolled-back record).
         Returns (servable records, refused (id, why)). A refused row is never served (I1, T6)."""
         recs: list[Record] = []
         bad: list[tuple[str, str]] = []
@@ -1024,16 +1117,27 @@ class MemoryService:
                 recs.append(rec)
         if not recs:
             return recs, bad
-        latest = latest_lifecycle(db, [r.id for r in recs])
+        if self.rollback is not None:
+            return [], bad + [(r.id, self.rollback) for r in recs]
+        self._advance_chain(db)
+        refused = self.chain.vouch(db, [(r.id, r.version, r.content_hash) for r in recs])
         good = []
         for r in recs:
-            ev = latest.get(r.id)
-            if ev is None or ev[0] not in LIVE_EVENTS or ev[1].get("version") != r.version \
-                    or ev[1].get("content_hash") != r.content_hash:
-                bad.append((r.id, "record does not match its audit history (rolled back or resurrected)"))
-            else:
+            why = refused.get(r.id)
+            if why is None:
                 good.append(r)
+            else:
+                bad.append((r.id, f"not served: {why}"))
         return good, bad
+
+    def _advance_chain(self, db: Any) -> None:
+        """Walk the committed audit rows this process has not verified yet (``ChainCursor``). Inside a write
+        transaction (``db`` is a ``Tx``) the walk reads the committed state, never the open transaction's rows."""
+        if isinstance(db, Tx):
+            with self.backend.read() as conn:
+                self.chain.advance(conn)
+        else:
+            self.chain.advance(db)
 
     def _serve(self, ctx: Context, rows: Iterable[Sequence[object]], *, tx: Tx) -> list[Record]:
         """``_check`` inside a write transaction; failures are reported once the transaction has ended."""
@@ -1269,30 +1373,6 @@ _UPDATED_AT = COLUMNS.index("updated_at")
 def _newest_first(row: Sequence[object]) -> tuple[int, str]:
     ts = row[_UPDATED_AT]
     return (ts if isinstance(ts, int) else -1, str(row[0]))  # a malformed row sorts last, then is refused
-LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
-LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
-_LIFECYCLE_SQL = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
-
-
-def latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The newest lifecycle audit event of each id: a live record must match its version and content hash,
-    which catches a row rolled back to an older signed version or a deleted row put back."""
-    out: dict[str, tuple[str, dict[str, Any]]] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        rows = db.execute(
-            "SELECT memory_id, event, details FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
-            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({_LIFECYCLE_SQL}) GROUP BY memory_id)",
-            chunk).fetchall()
-        for mid, event, details in rows:
-            try:
-                parsed = json.loads(details)
-            except ValueError:
-                parsed = {}
-            out[mid] = (event, parsed if isinstance(parsed, dict) else {})
-    return out
-
-
 def fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: every word quoted, joined with OR (no operator injection)."""
     words = dict.fromkeys(f'"{w}"' for w in _WORD.findall(text))  # \w never matches '"': quoting is safe
@@ -1301,16 +1381,21 @@ def fts_query(text: str) -> str:
 
 def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | None = None,
                policy: Policy | None = None, gate: Gate | None = None,
-               durability: str | None = None) -> MemoryService:
+               durability: str | None = None, refuse_rollback: bool = True) -> MemoryService:
     """``memwarden.open``: the embedded SQLite default (``$MEMWARDEN_URL`` or the XDG data dir).
 
     ``durability`` (or ``$MEMWARDEN_DURABILITY``): ``"full"`` (default) fsyncs every commit, so an acknowledged
     write survives power loss; ``"normal"`` survives a killed process but may lose the last writes to an OS crash
-    or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md)."""
+    or power loss (never corrupting the store), for about 1.7x the write throughput (docs/benchmarks.md).
+
+    A store behind the anchor kept beside the key (an older copy of the file put back, a truncated audit log)
+    raises :class:`RollbackDetected` (I5). ``refuse_rollback=False`` (``doctor``, ``audit verify``,
+    ``audit accept-restore``) opens it anyway with ``rollback`` set: it serves nothing and takes no write."""
     existed = resolve_url(url).exists()  # an existing store was signed with a key: never mint a new one for it
     backend = open_backend(url, durability)
     try:
-        return MemoryService(backend, load_key(key, create=not existed), policy, gate)
+        return MemoryService(backend, load_key(key, create=not existed), policy, gate,
+                             anchor_directory=anchor_dir(key is not None), refuse_rollback=refuse_rollback)
     except BaseException:
         backend.close()
         raise

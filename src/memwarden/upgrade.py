@@ -51,7 +51,9 @@ def run(service: MemoryService) -> dict[str, Any] | None:
             settings.put(tx, MIGRATED, DONE)
             return None
         legacy = sql.meta_rows(tx, LEGACY_META)
-        fresh = not legacy and sql.audit_is_empty(tx) and not tokens.all_rows(tx)
+        # a database this process created (its first audit row is the anchor's) or one with no history: nothing
+        # to report, only the mark to set
+        fresh = not legacy and not tokens.all_rows(tx) and (service.backend.created or sql.audit_is_empty(tx))
         for name, value in legacy.items():
             settings.put(tx, name, value)
         sql.delete_meta(tx, list(legacy))

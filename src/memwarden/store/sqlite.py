@@ -188,7 +188,14 @@ class SqliteBackend:
     def __init__(self, path: Path, durability: str = "full") -> None:
         self.path = path
         self.durability = resolve_durability(durability)
+        self.created = not path.exists() or path.stat().st_size == 0  # a new database (anchor.py)
         create_private(path)  # data directory 0700, database (and so its WAL and SHM) 0600 (I6)
+        # Called once per committed write transaction, on ``conn`` outside any transaction, before any writer
+        # of the group returns, with the audit head the transaction's first append linked to and the head it
+        # committed (None, None: it appended nothing) — the service checks and advances its anchor there
+        # (anchor.py). It must not raise.
+        self.after_commit: Callable[[sqlite3.Connection, tuple[int, str] | None, tuple[int, str] | None],
+                                    None] | None = None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._mutex = threading.Lock()  # guards _pending and _busy
         self._pending: list[_Request] = []
@@ -295,6 +302,7 @@ class SqliteBackend:
         appended to ``batch`` so the caller wakes them."""
         first_alone = len(batch) == 1
         fts = FtsQueue()  # the group's FTS rows: one executemany before the COMMIT
+        marks = AuditMarks()  # the audit head the group links to and the head it commits (anchor.py)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             i = 0
@@ -304,8 +312,11 @@ class SqliteBackend:
                 mark = fts.mark()
                 if savepoint:
                     self.conn.execute("SAVEPOINT w")
+                tx = Tx(self.conn, fts, marks)
                 try:
-                    r.result = r.work(Tx(self.conn, fts))
+                    r.result = r.work(tx)
+                    if tx.audit_top is not None:
+                        marks.top = tx.audit_top
                 except Exception as exc:
                     r.error = exc
                     if savepoint:
@@ -325,6 +336,8 @@ class SqliteBackend:
                 self.conn.execute("COMMIT")
                 self.commits += 1
                 self.committed_writes += sum(r.error is None for r in batch)
+                if self.after_commit is not None:
+                    self.after_commit(self.conn, marks.base, marks.top)
         except BaseException as exc:  # BEGIN, the FTS rows or COMMIT failed (busy, I/O error, full disk); an interrupt
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -443,14 +456,15 @@ class SqliteBackend:
             " AND m.id != ? LIMIT ?", (*dup_keys, *params, exclude or "", limit)).fetchall()
 
     @staticmethod
-    def derived_from(tx: Tx, memory_id: str) -> list[str]:
-        """Records derived from ``memory_id``: by the link table and by the signed ``derived_from`` column."""
-        rows = tx.execute(
-            "SELECT derived_id FROM memory_links WHERE source_id = ?"
-            " UNION SELECT m.id FROM memories m,"
+    def derived_rows(tx: Tx, memory_id: str, tenant: str, user: str) -> list[tuple[object, ...]]:
+        """Rows of the records of the same tenant and user (S4) whose ``derived_from`` column names
+        ``memory_id``. Only that column, which the record's signature covers, decides (I4): ``memory_links``
+        is an unsigned index and is never asked. The caller verifies each row before deleting it."""
+        return tx.execute(
+            f"SELECT {SELECT_COLS} FROM memories m INDEXED BY memories_derived WHERE m.derived_from != '[]'"
+            " AND m.tenant = ? AND m.user_id = ? AND EXISTS (SELECT 1 FROM"
             " json_each(CASE WHEN json_valid(m.derived_from) THEN m.derived_from ELSE '[]' END) j"
-            " WHERE m.derived_from != '[]' AND j.value = ?", (memory_id, memory_id)).fetchall()
-        return sorted(r[0] for r in rows)
+            " WHERE j.value = ?) ORDER BY m.id", (tenant, user, memory_id)).fetchall()
 
     # --- lookups of the write path (restore, capacity) --------------------------------------------------------
 
@@ -532,15 +546,35 @@ class FtsQueue:
         self.done = 0
 
 
+class AuditMarks:
+    """Of one write transaction (a whole group): ``base``, the audit head its first append linked to (the head
+    before it), and ``top``, the newest audit row a request that succeeded appended (the head it commits)."""
+
+    __slots__ = ("base", "top")
+
+    def __init__(self) -> None:
+        self.base: tuple[int, str] | None = None
+        self.top: tuple[int, str] | None = None
+
+
 class Tx:
     """A thin handle on the connection inside one transaction (so callers cannot commit half-way)."""
 
-    __slots__ = ("_c", "fts", "refused")
+    __slots__ = ("_c", "audit_top", "fts", "marks", "refused")
 
-    def __init__(self, conn: sqlite3.Connection, fts: FtsQueue | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, fts: FtsQueue | None = None, marks: AuditMarks | None = None
+                 ) -> None:
         self._c = conn
         self.fts = fts if fts is not None else FtsQueue()  # FTS rows queued until the COMMIT (see FtsQueue)
         self.refused: list[tuple[Any, str, str]] = []  # (context, id, why) of rows a read inside it refused
+        self.marks = marks if marks is not None else AuditMarks()
+        self.audit_top: tuple[int, str] | None = None  # the newest audit row this request appended
+
+    def note_audit(self, prev: tuple[int, str], row: tuple[int, str]) -> None:
+        """``audit.append`` appended ``row`` after the head ``prev``."""
+        if self.marks.base is None:
+            self.marks.base = prev
+        self.audit_top = row
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         return self._c.execute(sql, params)
@@ -559,13 +593,14 @@ class Tx:
     def savepoint(self, name: str) -> Iterator[None]:
         """``SAVEPOINT name`` … ``RELEASE``; on an exception ``ROLLBACK TO`` it (and the FTS rows queued under
         it) and re-raise."""
-        mark = self.fts.mark()
+        mark, top = self.fts.mark(), self.audit_top
         self._c.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
             self._c.execute(f"ROLLBACK TO {name}")
             self.fts.rollback(mark)
+            self.audit_top = top  # what it appended is undone
             self._c.execute(f"RELEASE {name}")
             raise
         self._c.execute(f"RELEASE {name}")
