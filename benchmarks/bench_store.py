@@ -159,9 +159,9 @@ def _sentence(rng: random.Random, kind: str, day: datetime) -> str:
 
 
 def make_items(n: int, seed: int, kinds: Sequence[tuple[str, float]], now: datetime,
-               due_hours: tuple[int, int] = (-30 * 24, 60 * 24)) -> list[Item]:
-    """``n`` records; reminders fall due ``due_hours`` around ``now`` (by default over the past month and the
-    next two, so a few land in P4's -1.5/+3 day window)."""
+               due_hours: tuple[int, int] = (-30, 90 * 24)) -> list[Item]:
+    """``n`` records; reminders fall due ``due_hours`` around ``now`` (by default from 30 hours ago — a save
+    refuses a due more than 36 h past (P3) — to three months ahead, so a few land in P4's -1.5/+3 day window)."""
     rng = random.Random(seed)
     names = [k for k, _ in kinds]
     weights = [w for _, w in kinds]
