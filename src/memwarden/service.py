@@ -1065,13 +1065,15 @@ class MemoryService:
             return removed
 
         removed = self._transact(work)
-        self.backend.scrub(compact_index=bool(removed))
+        self.backend.scrub()  # the transaction compacted the FTS index once for all it removed (D3)
         self._commit_events(events)
         return removed
 
     def gc(self, actor: str = "operator:gc") -> list[str]:
-        """D2: purge expired records everywhere (they were already invisible to every read), then compact the
-        full-text index and truncate the WAL so no physical remnant of any deleted record is left (D3)."""
+        """D2: purge expired records everywhere (they were already invisible to every read), compact the full-text
+        index (the purge's transaction did if it removed anything; otherwise now, for the terms deletes of an
+        older memwarden left behind) and truncate the WAL so no physical remnant of any deleted record is left
+        (D3)."""
         events: list[Event] = []
 
         def work(tx: Tx) -> list[str]:
@@ -1087,7 +1089,7 @@ class MemoryService:
             return removed
 
         removed = self._transact(work)
-        self.backend.scrub(compact_index=True)
+        self.backend.scrub(compact_index=not removed)
         self._commit_events(events)
         return removed
 

@@ -91,8 +91,7 @@ class Indexer:
 
     @staticmethod
     def remove(tx: Tx, rowid: int) -> None:
-        tx.flush_fts()  # the row may still be queued
-        tx.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        tx.delete_fts(rowid)  # and the index is compacted before the COMMIT: none of its terms stay (D3)
         tx.execute(LOG_SQL, (rowid,))
         tx.execute("DELETE FROM memory_dupkeys WHERE rowid = ?", (rowid,))
         tx.execute("DELETE FROM memory_vectors WHERE rowid = ?", (rowid,))

@@ -332,7 +332,7 @@ class SqliteBackend:
             if first_alone and batch[0].error is not None:
                 self.conn.execute("ROLLBACK")
             else:
-                fts.flush(self.conn)
+                fts.finish(self.conn)  # the group's FTS rows; the index compacted if any write deleted one (D3)
                 self.conn.execute("COMMIT")
                 self.commits += 1
                 self.committed_writes += sum(r.error is None for r in batch)
@@ -402,12 +402,14 @@ class SqliteBackend:
             yield self.reader
 
     def scrub(self, *, compact_index: bool = False) -> None:
-        """After deletes: fold the WAL back and truncate it so old frames holding deleted content are gone;
-        with ``compact_index``, also rewrite the FTS5 index so no term of a deleted record survives (D3).
-        Best effort: a concurrent reader can keep a checkpoint from completing; the next scrub finishes it."""
+        """After deletes: fold the WAL back and truncate it so old frames holding deleted content are gone.
+        (A transaction that deletes an FTS row already compacted the index before its COMMIT: see
+        :class:`FtsQueue`.) ``compact_index`` also rewrites the FTS5 index now (``gc``, ``reindex``: it removes
+        the terms deletes of an older memwarden left behind). Best effort: a concurrent reader can keep a
+        checkpoint from completing; the next scrub finishes it."""
         def work(conn: sqlite3.Connection) -> None:
             if compact_index:
-                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+                conn.execute(FTS_OPTIMIZE_SQL)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
         self.run_exclusive(work)
@@ -510,40 +512,66 @@ class SqliteBackend:
                           " ORDER BY m.updated_at, m.id", (*params, kind, now, clearance)).fetchall()
 
 
+# FTS5 'optimize': merge every segment of the index into one. Without FTS5 secure-delete (SQLite 3.42+; not in the
+# interpreter's 3.40, and not turned on where it exists: docs/security.md) it is the only way to drop a deleted
+# row's terms from the index: a DELETE writes a delete marker — the row's terms again — into a new segment, and a
+# merge discards the marker and the old entries only when its output is the oldest segment (so 'merge' does not).
+FTS_OPTIMIZE_SQL = "INSERT INTO memories_fts (memories_fts) VALUES ('optimize')"
+
+
 class FtsQueue:
-    """FTS5 rows a write transaction inserts, run together just before its COMMIT.
+    """FTS5 rows a write transaction inserts, run together just before its COMMIT, and whether it deleted any.
 
-    Why: FTS5 writes its pending terms out as a new index segment at every savepoint, and a group commit runs
-    each write in a savepoint of its own — so inserting each record's FTS row as it is stored made a segment per
-    write (and the merges they cause): ~200 µs of each write with 8 writers (docs/benchmarks.md). Queued, a
-    group's rows are one ``executemany`` and one segment. Still the same transaction as the records (Q1/D3).
+    Why the queue: FTS5 writes its pending terms out as a new index segment at every savepoint, and a group
+    commit runs each write in a savepoint of its own — so inserting each record's FTS row as it is stored made a
+    segment per write (and the merges they cause): ~200 µs of each write with 8 writers (docs/benchmarks.md).
+    Queued, a group's rows are one ``executemany`` and one segment. Still the same transaction as the records
+    (Q1/D3).
 
-    ``ops`` are the queued rows and ``done`` how many of them were executed. Anything that must see the FTS
-    table as it will be (an FTS read, update or delete inside the transaction) calls :meth:`flush` first.
-    A savepoint remembers ``(len(ops), done)``; rolling back to it restores both, since SQLite undoes the
-    inserts executed after it and the rows queued after it belong to the work it undid."""
+    Why the count of deleted rows (D3): FTS5 keeps a deleted row's terms — keyed hashes, but the record's own —
+    in the index segments (and writes them once more as a delete marker) until a full merge. So a transaction
+    that deleted an FTS row (remove, clear, forget, review reject, expiry, eviction, a replaced revision) runs
+    FTS5 ``optimize`` once, after its inserts and before its COMMIT: every deletion of the transaction — of
+    every write in a group — pays one rewrite of the index (about 1 µs per indexed record; docs/security.md),
+    and no committed state ever holds a removed record's terms. A transaction that deletes nothing (a save)
+    pays nothing.
 
-    __slots__ = ("done", "ops")
+    ``ops`` are the queued rows, ``done`` how many of them were executed and ``removed`` how many FTS rows the
+    transaction deleted. Anything that must see the FTS table as it will be (an FTS read, update or delete
+    inside the transaction) calls :meth:`flush` first. A savepoint remembers ``(len(ops), done, removed)``;
+    rolling back to it restores all three, since SQLite undoes the inserts and deletes executed after it and the
+    rows queued after it belong to the work it undid."""
+
+    __slots__ = ("done", "ops", "removed")
 
     def __init__(self) -> None:
         self.ops: list[tuple[int, str]] = []
         self.done = 0
+        self.removed = 0
 
     def flush(self, conn: sqlite3.Connection) -> None:
         if self.done < len(self.ops):
             conn.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", self.ops[self.done:])
             self.done = len(self.ops)
 
-    def mark(self) -> tuple[int, int]:
-        return len(self.ops), self.done
+    def finish(self, conn: sqlite3.Connection) -> None:
+        """Just before the COMMIT: the queued rows, then, if the transaction deleted an FTS row, ``optimize``."""
+        self.flush(conn)
+        if self.removed:
+            conn.execute(FTS_OPTIMIZE_SQL)
 
-    def rollback(self, mark: tuple[int, int]) -> None:
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.ops), self.done, self.removed
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
         del self.ops[mark[0]:]
         self.done = mark[1]  # <= mark[0]: SQLite undid what ran after the savepoint
+        self.removed = mark[2]
 
     def clear(self) -> None:
         self.ops.clear()
         self.done = 0
+        self.removed = 0
 
 
 class AuditMarks:
@@ -588,6 +616,12 @@ class Tx:
     def flush_fts(self) -> None:
         """Run the queued FTS inserts now (before reading, updating or deleting FTS rows in this transaction)."""
         self.fts.flush(self._c)
+
+    def delete_fts(self, rowid: int) -> None:
+        """Delete an FTS row; the transaction then compacts the index before its COMMIT (D3, see FtsQueue)."""
+        self.fts.flush(self._c)  # the row may still be queued
+        if self._c.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,)).rowcount:
+            self.fts.removed += 1
 
     @contextmanager
     def savepoint(self, name: str) -> Iterator[None]:
