@@ -17,6 +17,7 @@ from memwarden import auth, review
 from memwarden.cli import (
     EXIT_USAGE,
     OPERATOR_ACTOR,
+    App,
     CliError,
     JsonOpt,
     TenantOpt,
@@ -36,13 +37,13 @@ TokenOpt = Annotated[
                  help="Operator token (default: $MEMWARDEN_TOKEN). Create one with `memwarden token create`."),
 ]
 
-review_app = typer.Typer(
+review_app = App(
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="Memories held for review (written by sessions that ingested untrusted content): list, inspect, "
     "promote or reject them. Needs an operator token.",
 )
-token_app = typer.Typer(
+token_app = App(
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="Operator and agent credentials. Tokens are shown once and stored hashed.",
