@@ -85,3 +85,22 @@ def test_R2_cli_text_that_reads_like_a_boolean_is_still_saved(store: MemoryServi
     assert code == 0 and json.loads(out)["status"] == "accepted"
     code, out, _ = _cli(store.path, "list", *ID, "--kind", "fact", "--json")  # a value option before a flag
     assert sorted(r["content"] for r in json.loads(out)) == ["no", "true"]
+
+
+# --- (b) the build printed a `project.license` deprecation warning ----------------------------------------------
+
+
+def test_build_license_is_an_spdx_expression_and_needs_setuptools_77() -> None:
+    """No SPEC id (packaging): `project.license` as a table (`{ text = "Apache-2.0" }`) makes setuptools warn on
+    every build and stops building after 2027-02-18; an SPDX string needs setuptools >= 77 in the build
+    requirements, or older setuptools refuse it. (Verified by building the wheel: docs/security.md.)"""
+    import re
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    license_ = pyproject["project"]["license"]
+    assert isinstance(license_, str) and license_ == "Apache-2.0"
+    assert not any(c.startswith("License ::") for c in pyproject["project"].get("classifiers", []))  # PEP 639
+    floors = [m for r in pyproject["build-system"]["requires"]
+              if (m := re.fullmatch(r"setuptools\s*>=\s*(\d+)(?:\.\d+)*", r.strip()))]
+    assert len(floors) == 1 and int(floors[0].group(1)) >= 77
