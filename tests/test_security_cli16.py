@@ -104,3 +104,54 @@ def test_build_license_is_an_spdx_expression_and_needs_setuptools_77() -> None:
     floors = [m for r in pyproject["build-system"]["requires"]
               if (m := re.fullmatch(r"setuptools\s*>=\s*(\d+)(?:\.\d+)*", r.strip()))]
     assert len(floors) == 1 and int(floors[0].group(1)) >= 77
+
+
+# --- (c) a set MEMWARDEN_USER narrowed `token create --role operator --tenant acme` to one user ---------------
+
+
+def _tokens(store: MemoryService) -> list[dict[str, Any]]:
+    from memwarden import auth
+
+    return auth.list_tokens(store, "acme")
+
+
+def test_T3_operator_token_user_is_never_taken_from_memwarden_user(store: MemoryService) -> None:
+    """The finding: with `MEMWARDEN_USER=u-42` set for everyday commands, `token create --role operator
+    --tenant acme` made a token for u-42 only, and said nothing. Now the user must be said on the command line."""
+    from memwarden import auth
+
+    env = {"MEMWARDEN_USER": "u-42"}
+    code, out, err = _cli(store.path, "token", "create", "--role", "operator", "--tenant", "acme", env=env)
+    assert code == 2 and out == "" and _tokens(store) == []
+    assert "--user USER for one user, or --all-users" in err and "$MEMWARDEN_USER=u-42 is not read" in err
+
+    code, out, err = _cli(store.path, "token", "create", "--role", "operator", "--tenant", "acme", "--all-users",
+                          env=env)
+    assert code == 0, err
+    assert "scope: tenant acme, every user" in out
+    assert auth.authenticate(store, out.strip().splitlines()[-1]).user is None  # the whole tenant, as it says
+
+    code, out, _ = _cli(store.path, "token", "create", "--role", "operator", "--tenant", "acme", "--user", "u-7",
+                        "--json", env=env)
+    made = json.loads(out)
+    assert code == 0 and made["user"] == "u-7" and made["scope"] == "tenant acme, user u-7 only"
+    assert auth.authenticate(store, made["token"]).user == "u-7"  # the flag, not the environment
+
+    code, _, err = _cli(store.path, "token", "create", "--role", "agent", "--tenant", "acme", "--agent", "support",
+                        env=env)  # an agent token is not bound to the ambient user either
+    assert code == 2 and "pass --user and --agent" in err
+    code, _, err = _cli(store.path, "token", "create", "--role", "operator", "--tenant", "acme", "--user", "u-7",
+                        "--all-users")
+    assert code == 2 and "--all-users is for operator tokens without --user" in err
+    assert len(_tokens(store)) == 2
+
+
+def test_T3_created_token_says_its_scope_and_an_ambient_tenant(store: MemoryService) -> None:
+    """Without MEMWARDEN_USER an operator token still covers the tenant (as before), and says so; a tenant from
+    $MEMWARDEN_TENANT is named on stderr."""
+    code, out, err = _cli(store.path, "token", "create", "--role", "operator", env={"MEMWARDEN_TENANT": "acme"})
+    assert code == 0 and "scope: tenant acme, every user" in out
+    assert "note: tenant acme is from $MEMWARDEN_TENANT" in err
+    code, out, err = _cli(store.path, "token", "create", "--role", "agent", "--tenant", "acme", "--user", "u-42",
+                          "--agent", "support")
+    assert code == 0 and "scope: tenant acme, user u-42, agent support" in out and "note:" not in err
