@@ -41,6 +41,7 @@ from memwarden import audit
 from memwarden.errors import CapacityError, MemwardenError, NotFound
 from memwarden.events import Event
 from memwarden.ids import new_id
+from memwarden.policy import KEEP
 from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import Context, MemoryService, WriteResult
@@ -558,11 +559,13 @@ def save(
     agent: AgentOpt = None,
     kind: Annotated[Kind, typer.Option(help="What sort of memory this is.")] = Kind.FACT,
     ttl_days: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--ttl-days",
+            metavar="DAYS|keep",
             show_default=False,
-            help="Keep it this many days (1-365; default from the policy for the kind, 30 for most).",
+            help="Keep it this many days (1-365; default from the policy for the kind, 30 for most), or keep: "
+            "until it is deleted (gc never purges it; the store's policy decides which kinds may be kept).",
         ),
     ] = None,
     sensitivity: Annotated[
@@ -600,11 +603,27 @@ def save(
         kind=str(kind),
         confidence=confidence,
         sensitivity=str(sensitivity) if sensitivity else None,
-        ttl_days=ttl_days,
+        ttl_days=_ttl_days(ttl_days),
         due_at=parse_due(due),
         metadata=metadata,
     )
     _report_write(result, scope, as_json)
+
+
+def _ttl_days(value: str | None) -> int | str | None:
+    """``--ttl-days``: a whole number of days, or ``keep`` (R3; the policy checks the range and who may keep)."""
+    if value is None or value.strip().lower() == KEEP:
+        return None if value is None else KEEP
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise CliError(f"--ttl-days must be a whole number of days (1-365) or {KEEP}; got {printable(value)!r}",
+                       EXIT_USAGE) from None
+
+
+def expiry_text(rec: Record) -> str:
+    """When ``rec`` expires, for people: a date, or "never (kept until deleted)"."""
+    return "never (kept until deleted)" if rec.kept_until_deleted else _when(rec.expires_at)
 
 
 def _report_write(result: WriteResult, scope: Scope, as_json: bool) -> None:
@@ -762,7 +781,7 @@ def _print_show(rec: Record, refused: str | None, history: list[dict[str, Any]],
         ("kind", rec.kind),
         ("created", _when(rec.created_at)),
         ("updated", _when(rec.updated_at)),
-        ("expires", _when(rec.expires_at)),
+        ("expires", expiry_text(rec)),
         ("due", _when(rec.due_at)),
         ("sensitivity", rec.sensitivity_name),
         ("confidence", f"{rec.confidence:g}"),

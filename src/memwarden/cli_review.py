@@ -28,6 +28,7 @@ from memwarden.cli import (
     _n,
     _state,
     _when,
+    expiry_text,
     preview,
     printable,
 )
@@ -134,7 +135,7 @@ def review_show(
         ("sources", ", ".join(p.sources) or "-"),
         ("trust", p.trust),
         ("created", _when(rec.created_at)),
-        ("expires", _when(rec.expires_at)),
+        ("expires", expiry_text(rec)),
     ]
     if item.revises:
         current = item.current.content if item.current is not None else "(gone or fails verification)"
