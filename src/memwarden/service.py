@@ -127,9 +127,6 @@ class _Spec:
     confidence: Any
     sensitivity: str | int | None
     ttl_days: int | str | None
-
-    def expires_at(self, now: int) -> int:
-        return NEVER_EXPIRES if self.days is None else now + self.days * DAY_MS
     due_at: int | None
     metadata: Any
     derived_from: tuple[str, ...]
@@ -142,6 +139,10 @@ class _Spec:
     derived_versions: Mapping[str, int] | None = None
     restore: Record | None = None
     hold: str | None = None
+
+    def expires_at(self, now: int) -> int:
+        """A new expiry from ``now``: ``days`` later, or never (``NEVER_EXPIRES``) for a kept record (R3)."""
+        return NEVER_EXPIRES if self.days is None else now + self.days * DAY_MS
 
 
 @dataclass(frozen=True, slots=True)
