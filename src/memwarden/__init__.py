@@ -19,7 +19,7 @@ from memwarden.errors import (
     VersionConflict,
 )
 from memwarden.gate import Gate, Verdict, scan
-from memwarden.policy import KindLimits, Policy
+from memwarden.policy import KEEP, KindLimits, Policy
 from memwarden.records import Record
 from memwarden.scope import Scope
 from memwarden.service import MemoryService, WriteResult
@@ -28,7 +28,7 @@ from memwarden.session import Session
 
 __version__ = "0.1.0"
 __all__ = [
-    "CapacityError", "Gate", "HeldForReview", "IdentityRequired", "IntegrityError", "InvalidInput", "KindLimits",
-    "MemoryService", "MemwardenError", "NotFound", "Policy", "ProviderConflict", "Record", "Scope", "Session",
-    "Verdict", "VersionConflict", "WriteResult", "open", "scan",
+    "KEEP", "CapacityError", "Gate", "HeldForReview", "IdentityRequired", "IntegrityError", "InvalidInput",
+    "KindLimits", "MemoryService", "MemwardenError", "NotFound", "Policy", "ProviderConflict", "Record", "Scope",
+    "Session", "Verdict", "VersionConflict", "WriteResult", "open", "scan",
 ]

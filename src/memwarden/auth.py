@@ -63,9 +63,16 @@ class Principal:
     def may_review(self, tenant: str, user: str) -> bool:
         return self.role == OPERATOR and self.tenant == tenant and self.user in (None, user)
 
+    @property
+    def scope_text(self) -> str:
+        """What the token may act on, in words: an operator token without a user covers every user."""
+        if self.role == OPERATOR:
+            return f"tenant {self.tenant}, " + (f"user {self.user} only" if self.user else "every user")
+        return f"tenant {self.tenant}, user {self.user}, agent {self.agent}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.token_id, "role": self.role, "tenant": self.tenant, "user": self.user,
-                "agent": self.agent, "name": self.name}
+                "agent": self.agent, "name": self.name, "scope": self.scope_text}
 
 
 def _hash(service: MemoryService, token: str) -> str:

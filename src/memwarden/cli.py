@@ -35,12 +35,13 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from memwarden import audit
 from memwarden.errors import CapacityError, MemwardenError, NotFound
 from memwarden.events import Event
 from memwarden.ids import new_id
+from memwarden.policy import KEEP
 from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import Context, MemoryService, WriteResult
@@ -119,15 +120,16 @@ def _error_line(message: object) -> None:
     typer.echo(typer.style("error:", fg="red", bold=True) + " " + one_line(message), err=True)
 
 
-def _click_exception_type() -> type[Exception]:
-    """Click's ``ClickException`` (vendored by recent typer releases, a dependency of older ones)."""
+def _click_exception(name: str) -> type[Exception]:
+    """Click's exception class ``name`` (vendored by recent typer releases, a dependency of older ones)."""
     for cls in typer.BadParameter.__mro__:
-        if cls.__name__ == "ClickException":
+        if cls.__name__ == name:
             return cls
     return typer.BadParameter  # pragma: no cover
 
 
-_ClickException = _click_exception_type()
+_ClickException = _click_exception("ClickException")
+_UsageError = _click_exception("UsageError")
 
 
 def report_error(exc: BaseException) -> int:
@@ -170,7 +172,86 @@ def report_error(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
-class _OneLineErrors(TyperGroup):
+# What someone may write after a flag, believing it takes a value (`--json true`, `--yes no`).
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"})
+
+
+def _is_flag(param: Any) -> bool:
+    return getattr(param, "param_type_name", None) == "option" and bool(getattr(param, "is_flag", False))
+
+
+class _FlagsAreFlags:
+    """Mixin of every memwarden command and group: a boolean option is shown and parsed as a flag.
+
+    typer's rich help prints a type placeholder after every option, flags included (``--json <bool>``:
+    ``TyperOption.display_type_rich`` returns one unless a metavar is set), which reads as if the flag took a
+    value. ``get_params`` gives each flag (``--help`` too) an empty metavar, so help shows nothing after it.
+    ``parse_args`` refuses a flag followed by a boolean word: ``--json true`` would otherwise fail with
+    "unexpected extra argument", or on a command with a free argument (``save``, ``search``) silently become
+    that argument, and ``--json false`` would turn the flag on.
+    """
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if _is_flag(param) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _refuse_flag_values(ctx, self.get_params(ctx), args)
+        return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
+
+
+def _refuse_flag_values(ctx: typer.Context, params: Sequence[Any], args: Sequence[str]) -> None:
+    """A usage error for ``--flag true`` (or ``false``, ``yes``, ``0`` …) among ``args``."""
+    flags: set[str] = set()
+    valued: set[str] = set()
+    for param in params:
+        if getattr(param, "param_type_name", None) != "option":
+            continue
+        names = [*param.opts, *param.secondary_opts]
+        (flags if _is_flag(param) else valued).update(names)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            return
+        if token in flags and i + 1 < len(args) and args[i + 1].lower() in _BOOLEAN_WORDS:
+            word = printable(args[i + 1])
+            raise _UsageError(
+                f"{token} is a flag and takes no value: write {token} for on, leave it out for off (not "
+                f"'{token} {word}'; a text argument '{word}' goes before the flag or after --)",
+                ctx=ctx,  # type: ignore[call-arg]
+            )
+        if token in valued:
+            i += 2  # the option's value, whatever it looks like
+            continue
+        if not token.startswith("-") and not ctx.allow_interspersed_args:
+            return  # a group: the rest belongs to the subcommand
+        i += 1
+
+
+class _Command(_FlagsAreFlags, TyperCommand):
+    """Every memwarden command (see :class:`_FlagsAreFlags`)."""
+
+
+class _Group(_FlagsAreFlags, TyperGroup):
+    """Every memwarden command group below the root (see :class:`_FlagsAreFlags`)."""
+
+
+class App(typer.Typer):
+    """``typer.Typer`` whose commands and groups are memwarden's: flags shown and parsed as flags."""
+
+    def __init__(self, *, cls: type[TyperGroup] | None = None, **kwargs: Any) -> None:
+        super().__init__(cls=cls or _Group, **kwargs)
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        return super().command(name, cls=cls or _Command, **kwargs)
+
+
+class _OneLineErrors(_FlagsAreFlags, TyperGroup):
     """Root command: runs the app in non-standalone mode and turns every exception into one stderr line."""
 
     def main(
@@ -313,7 +394,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 # --- the app ------------------------------------------------------------------------------------------------
 
-app = typer.Typer(
+app = App(
     name="memwarden",
     cls=_OneLineErrors,
     no_args_is_help=True,
@@ -326,9 +407,10 @@ app = typer.Typer(
     "write gate. Start with [bold]memwarden demo[/bold].",
     epilog="Identity comes from --tenant/--user/--agent or "
     "$MEMWARDEN_TENANT/$MEMWARDEN_USER/$MEMWARDEN_AGENT. The signing key comes from $MEMWARDEN_KEY, "
-    "$MEMWARDEN_KEY_FILE or the key file in your config dir.",
+    "$MEMWARDEN_KEY_FILE or the key file in your config dir. Flags (--json, --yes, --all-agents, …) take no "
+    "value: give one to turn it on, leave it out for off.",
 )
-audit_app = typer.Typer(
+audit_app = App(
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="The hash-chained audit log: browse it, verify it, find which sessions a memory reached.",
@@ -479,11 +561,13 @@ def save(
     agent: AgentOpt = None,
     kind: Annotated[Kind, typer.Option(help="What sort of memory this is.")] = Kind.FACT,
     ttl_days: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--ttl-days",
+            metavar="DAYS|keep",
             show_default=False,
-            help="Keep it this many days (1-365; default from the policy for the kind, 30 for most).",
+            help="Keep it this many days (1-365; default from the policy for the kind, 30 for most), or keep: "
+            "until it is deleted (gc never purges it; the store's policy decides which kinds may be kept).",
         ),
     ] = None,
     sensitivity: Annotated[
@@ -521,11 +605,27 @@ def save(
         kind=str(kind),
         confidence=confidence,
         sensitivity=str(sensitivity) if sensitivity else None,
-        ttl_days=ttl_days,
+        ttl_days=_ttl_days(ttl_days),
         due_at=parse_due(due),
         metadata=metadata,
     )
     _report_write(result, scope, as_json)
+
+
+def _ttl_days(value: str | None) -> int | str | None:
+    """``--ttl-days``: a whole number of days, or ``keep`` (R3; the policy checks the range and who may keep)."""
+    if value is None or value.strip().lower() == KEEP:
+        return None if value is None else KEEP
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise CliError(f"--ttl-days must be a whole number of days (1-365) or {KEEP}; got {printable(value)!r}",
+                       EXIT_USAGE) from None
+
+
+def expiry_text(rec: Record) -> str:
+    """When ``rec`` expires, for people: a date, or "never (kept until deleted)"."""
+    return "never (kept until deleted)" if rec.kept_until_deleted else _when(rec.expires_at)
 
 
 def _report_write(result: WriteResult, scope: Scope, as_json: bool) -> None:
@@ -683,7 +783,7 @@ def _print_show(rec: Record, refused: str | None, history: list[dict[str, Any]],
         ("kind", rec.kind),
         ("created", _when(rec.created_at)),
         ("updated", _when(rec.updated_at)),
-        ("expires", _when(rec.expires_at)),
+        ("expires", expiry_text(rec)),
         ("due", _when(rec.due_at)),
         ("sensitivity", rec.sensitivity_name),
         ("confidence", f"{rec.confidence:g}"),

@@ -19,7 +19,7 @@ EmbedderOpt = Annotated[str | None, typer.Option(
 
 def register(app: typer.Typer, cli: ModuleType) -> None:
     """Add the commands to ``app``; ``cli`` is the module defining it (``memwarden.cli``, or ``__main__``)."""
-    bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that need no extra package.")
+    bench_app = cli.App(no_args_is_help=True, help="Benchmarks that need no extra package.")
     app.add_typer(bench_app, name="bench")
 
     @app.command()

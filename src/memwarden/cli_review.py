@@ -6,6 +6,7 @@ the attempt is written to the audit log. Tokens are administered by whoever hold
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +18,7 @@ from memwarden import auth, review
 from memwarden.cli import (
     EXIT_USAGE,
     OPERATOR_ACTOR,
+    App,
     CliError,
     JsonOpt,
     TenantOpt,
@@ -26,6 +28,7 @@ from memwarden.cli import (
     _n,
     _state,
     _when,
+    expiry_text,
     preview,
     printable,
 )
@@ -36,13 +39,13 @@ TokenOpt = Annotated[
                  help="Operator token (default: $MEMWARDEN_TOKEN). Create one with `memwarden token create`."),
 ]
 
-review_app = typer.Typer(
+review_app = App(
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="Memories held for review (written by sessions that ingested untrusted content): list, inspect, "
     "promote or reject them. Needs an operator token.",
 )
-token_app = typer.Typer(
+token_app = App(
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="Operator and agent credentials. Tokens are shown once and stored hashed.",
@@ -132,7 +135,7 @@ def review_show(
         ("sources", ", ".join(p.sources) or "-"),
         ("trust", p.trust),
         ("created", _when(rec.created_at)),
-        ("expires", _when(rec.expires_at)),
+        ("expires", expiry_text(rec)),
     ]
     if item.revises:
         current = item.current.content if item.current is not None else "(gone or fails verification)"
@@ -191,19 +194,43 @@ def token_create(
     role: Annotated[str, typer.Option(help="operator (reviews its tenant) or agent (one scope).",
                                       show_default=False)],
     tenant: TenantOpt = None,
-    user: UserOpt = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", show_default=False,
+        help="Operator tokens: narrow the token to this one user (else pass --all-users). Agent tokens: the user "
+        "of the scope. Never read from $MEMWARDEN_USER: a token's scope is given here.")] = None,
+    all_users: Annotated[bool, typer.Option(
+        "--all-users", help="Operator tokens: every user of the tenant (the default when $MEMWARDEN_USER is "
+        "unset; required when it is set and no --user is given).")] = False,
     agent: Annotated[str | None, typer.Option("--agent", show_default=False,
                                               help="Agent tokens: the agent of the scope.")] = None,
     name: Annotated[str | None, typer.Option(show_default=False, help="A name for the audit log (default: "
                                                                       "generated).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a token and print it once (it is stored only hashed). Operators need --tenant (and may be
-    narrowed to one --user); agents need --tenant, --user and --agent."""
+    """Create a token and print it once (it is stored only hashed), with the scope it covers.
+
+    Operators need --tenant and cover every user of it, or one --user. Agents need --tenant, --user and --agent.
+
+    A token's user is never taken from $MEMWARDEN_USER (a shell set up for one user narrows no credential).
+
+    While $MEMWARDEN_USER is set, an operator token needs --user USER or --all-users, said on the command line.
+
+    A tenant taken from $MEMWARDEN_TENANT is named on stderr."""
     if role not in auth.ROLES:
         raise CliError(f"--role must be one of {', '.join(auth.ROLES)}", EXIT_USAGE)
     if not tenant:
         raise CliError("missing --tenant (or $MEMWARDEN_TENANT)", EXIT_USAGE)
+    ambient_user = os.environ.get("MEMWARDEN_USER")
+    ignored = f" ($MEMWARDEN_USER={printable(ambient_user)} is not read for tokens)" if ambient_user else ""
+    if all_users and (user or role != auth.OPERATOR):
+        raise CliError("--all-users is for operator tokens without --user", EXIT_USAGE)
+    if role == auth.OPERATOR and not user and not all_users and ambient_user:
+        raise CliError("say which users the operator token covers: --user USER for one user, or --all-users for "
+                       f"every user of {printable(tenant)}{ignored}", EXIT_USAGE)
+    if role == auth.AGENT and not user:
+        raise CliError(f"an agent token is bound to one scope: pass --user and --agent{ignored}", EXIT_USAGE)
+    if getattr(ctx.get_parameter_source("tenant"), "name", None) == "ENVIRONMENT":  # click's ParameterSource
+        typer.echo(f"note: tenant {printable(tenant)} is from $MEMWARDEN_TENANT", err=True)
     service = _state(ctx).service()
     token, principal = auth.create_token(service, role, tenant, user=user, agent=agent, name=name,
                                          actor=OPERATOR_ACTOR)
@@ -212,8 +239,8 @@ def token_create(
         return
     con = _console()
     con.print(Text.assemble(("✓ created ", "green"), f"{role} token ", (principal.name, "cyan"),
-                            f" ({principal.token_id}) for {printable(tenant)}"
-                            + (f"/{printable(user)}" if user else "") + (f"/{printable(agent)}" if agent else "")))
+                            f" ({principal.token_id})"))
+    con.print(Text.assemble("  scope: ", (printable(principal.scope_text), "bold")))
     con.print(Text("it is shown only now; store it like a password:", style="dim"))
     typer.echo(token)
 

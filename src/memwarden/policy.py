@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memwarden.errors import InvalidInput
-from memwarden.records import Kind
+from memwarden.records import Kind, SourceType
 from memwarden.taint import TaintPolicy
+
+KEEP = "keep"  # R3: ttl_days / retention_days meaning "kept until deleted" (never expires, gc keeps it)
+DEFAULT_KEEP_SOURCES: tuple[str, ...] = (SourceType.OPERATOR,)
 
 
 @dataclass(frozen=True, slots=True)
 class KindLimits:
     max_entries: int
     max_bytes: int
-    retention_days: int = 30  # default TTL for records of this kind (1..365)
+    # Default retention of this kind when a write gives no ttl_days: 1..365 days, or KEEP (the operator's choice,
+    # so it holds for every source).
+    retention_days: int | str = 30
+    # R3: who may ask for ttl_days="keep" on this kind, by source type (R2). Default: the operator only (CLI
+    # `save --ttl-days keep`, operator writes). Add "user" so an application can keep what a user asked it to
+    # keep (`s.save(..., source="user", ttl_days="keep")`); "model" lets the agent's memory_save choose it.
+    keep_sources: tuple[str, ...] = DEFAULT_KEEP_SOURCES
     # D1/T2: records held for review have a budget of their own per scope and kind (default: the same size as
     # the active one), so a tainted session filling the review queue never takes room from what is served.
     held_entries: int | None = None
@@ -68,12 +77,36 @@ class Policy:
     def limits_for(self, kind: str) -> KindLimits:
         return self.limits.get(kind, DEFAULT_LIMITS[Kind(kind)])
 
-    def retention_days(self, kind: str, ttl_days: int | None) -> int:
-        days = self.limits_for(kind).retention_days if ttl_days is None else ttl_days
+    def allow_keep(self, kind: str, *sources: str) -> Policy:
+        """This policy with ``sources`` (source types: ``user``, ``model``, …) also allowed to ask for
+        ``ttl_days="keep"`` on ``kind`` (R3), e.g. ``Policy().allow_keep("fact", "user")``."""
+        limits = self.limits_for(Kind(kind))
+        unknown = [s for s in sources if s not in SourceType.__members__.values()]
+        if unknown:
+            raise InvalidInput(f"unknown source type {unknown[0]!r}; one of {', '.join(SourceType)}")
+        keep = tuple(dict.fromkeys((*limits.keep_sources, *sources)))
+        return replace(self, limits={**self.limits, kind: replace(limits, keep_sources=keep)})
+
+    def retention(self, kind: str, ttl_days: int | str | None, source: str) -> int | None:
+        """Days a new ``kind`` record written by ``source`` with ``ttl_days`` is kept, or ``None`` for kept until
+        deleted (R3). ``ttl_days=None`` takes the kind's ``retention_days``; ``"keep"`` is allowed only for the
+        sources the kind's ``keep_sources`` names; anything else is a whole number from 1 to 365."""
+        limits = self.limits_for(kind)
+        days = limits.retention_days if ttl_days is None else ttl_days
+        if days == KEEP:
+            if ttl_days is not None and source not in limits.keep_sources:
+                allowed = ", ".join(limits.keep_sources) or "no source"
+                raise InvalidInput(
+                    f"ttl_days 'keep' (until deleted) is not allowed for a {kind} written by {str(source)[:40]}: "
+                    f"this store's policy lets {allowed} keep a {kind} (KindLimits.keep_sources); give a number "
+                    f"of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}"
+                )
+            return None
         if isinstance(days, bool) or not isinstance(days, int) or not (
             MIN_RETENTION_DAYS <= days <= MAX_RETENTION_DAYS
         ):
             raise InvalidInput(
-                f"ttl_days must be a whole number of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}"
+                f"ttl_days must be a whole number of days from {MIN_RETENTION_DAYS} to {MAX_RETENTION_DAYS}, "
+                f"or '{KEEP}' where the policy allows it"
             )
         return days

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memwarden.timevalues import iso
+from memwarden.timevalues import NEVER_EXPIRES, iso, iso_expiry
 
 
 class Kind(StrEnum):
@@ -96,6 +96,11 @@ class Record:
     signature: str = field(default="", compare=False)
 
     @property
+    def kept_until_deleted(self) -> bool:
+        """R3: kept until deleted (``ttl_days="keep"``): it never expires, ``gc`` never purges it."""
+        return self.expires_at == NEVER_EXPIRES
+
+    @property
     def size_bytes(self) -> int:
         return len(self.content.encode("utf-8"))
 
@@ -121,7 +126,7 @@ class Record:
             "sensitivity": self.sensitivity_name,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
-            "expires_at": iso(self.expires_at),
+            "expires_at": iso_expiry(self.expires_at),  # None: kept until deleted
             "due_at": iso(self.due_at),
             "status": self.status,
             "derived_from": list(self.derived_from),

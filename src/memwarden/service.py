@@ -64,7 +64,7 @@ from memwarden.store.sqlite import (
     row_to_record,
     scope_clause,
 )
-from memwarden.timevalues import HOUR_MS, check_due
+from memwarden.timevalues import HOUR_MS, NEVER_EXPIRES, check_due
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -126,11 +126,11 @@ class WriteResult:
 class _Spec:
     """The parameters of one ``write`` that ``_store`` needs, validated."""
 
-    days: int
+    days: int | None  # None: kept until deleted (R3, ttl_days="keep" where the policy allows it)
     sens: int
     confidence: Any
     sensitivity: str | int | None
-    ttl_days: int | None
+    ttl_days: int | str | None
     due_at: int | None
     metadata: Any
     derived_from: tuple[str, ...]
@@ -143,6 +143,10 @@ class _Spec:
     derived_versions: Mapping[str, int] | None = None
     restore: Record | None = None
     hold: str | None = None
+
+    def expires_at(self, now: int) -> int:
+        """A new expiry from ``now``: ``days`` later, or never (``NEVER_EXPIRES``) for a kept record (R3)."""
+        return NEVER_EXPIRES if self.days is None else now + self.days * DAY_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +360,7 @@ class MemoryService:
     # --- the one write path ------------------------------------------------------------------------------------
 
     def write(self, ctx: Context, content: Any, *, kind: Any = Kind.FACT, confidence: Any = UNSET,
-              sensitivity: str | int | None = None, ttl_days: int | None = None, due_at: int | None = None,
+              sensitivity: str | int | None = None, ttl_days: int | str | None = None, due_at: int | None = None,
               metadata: Any = None, derived_from: Sequence[str] = (), update_id: str | None = None,
               expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
               note: str | None = None, evict_lowest: bool = False,
@@ -432,7 +436,7 @@ class MemoryService:
         return [r for r in out if r is not None]
 
     def _write_work(self, ctx: Context, content: Any, events: list[Event], *, kind: Any = Kind.FACT,
-                    confidence: Any = UNSET, sensitivity: str | int | None = None, ttl_days: int | None = None,
+                    confidence: Any = UNSET, sensitivity: str | int | None = None, ttl_days: int | str | None = None,
                     due_at: int | None = None, metadata: Any = None, derived_from: Sequence[str] = (),
                     update_id: str | None = None, expected_version: int | None = None, approval: str | None = None,
                     replaces: str | None = None, note: str | None = None, evict_lowest: bool = False,
@@ -463,10 +467,9 @@ class MemoryService:
             raise InvalidInput("approval promotes a held record: pass update_id and approval='operator:<id>'")
         if restore is not None:
             self._check_restore(ctx, restore, content, kind, update_id, derived_from)
-        if isinstance(kind, str) and kind in Kind.__members__.values():
-            days = self.policy.retention_days(kind, ttl_days)
-        else:
-            days = self.policy.retention_days(Kind.FACT, ttl_days)
+        # R3: days to keep it, or None (kept until deleted) where the kind's policy lets this source ask for it
+        days = self.policy.retention(kind if isinstance(kind, str) and kind in Kind.__members__.values()
+                                     else Kind.FACT, ttl_days, ctx.source_type)
         spec = _Spec(days=days, sens=sens, confidence=confidence, sensitivity=sensitivity, ttl_days=ttl_days,
                      due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
                      expected_version=expected_version, approval=approval, replaces=replaces,
@@ -614,7 +617,7 @@ class MemoryService:
             record = Record(
                 id=new_id(), version=1, kind=kind, content=content, content_hash=chash,
                 metadata=metadata or {}, confidence=float(candidate.confidence), sensitivity=spec.sens,
-                created_at=now, updated_at=now, expires_at=now + spec.days * DAY_MS, due_at=spec.due_at,
+                created_at=now, updated_at=now, expires_at=spec.expires_at(now), due_at=spec.due_at,
                 status=status, derived_from=derived, provenance=self._provenance(ctx, trust, approval, repeated),
             )
         else:
@@ -642,7 +645,7 @@ class MemoryService:
                 metadata=metadata if metadata is not None else old.metadata,
                 confidence=old.confidence if spec.confidence is UNSET else float(spec.confidence),
                 sensitivity=spec.sens if spec.sensitivity is not None else old.sensitivity, updated_at=now,
-                expires_at=old.expires_at if spec.ttl_days is None else now + spec.days * DAY_MS,
+                expires_at=old.expires_at if spec.ttl_days is None else spec.expires_at(now),
                 due_at=spec.due_at if spec.due_at is not None else old.due_at, status=status, provenance=prov,
             )
         # 3. sign (I1). The record was built here and is not shared yet: set its signature in place rather than

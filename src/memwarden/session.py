@@ -161,11 +161,13 @@ class Session:
         return replace(self.context, source_type=source)
 
     def save(self, content: str, kind: str = Kind.FACT, *, source: str | None = None, confidence: float = 1.0,
-             sensitivity: str | None = None, ttl_days: int | None = None, due: Any = None,
+             sensitivity: str | None = None, ttl_days: int | str | None = None, due: Any = None,
              metadata: dict[str, Any] | None = None) -> WriteResult:
         """Save a memory through the write gate. ``source`` says who said it (``user``, ``model``, ``tool``,
         ``import``, ``operator``; default: the session's, ``model``): the gate is sized to it and to ``kind``
-        (G8), and it is kept in the record's provenance (R2). The agent's own tools always write ``model``."""
+        (G8), and it is kept in the record's provenance (R2). The agent's own tools always write ``model``.
+        ``ttl_days``: 1..365 days (default: the kind's policy), or ``"keep"`` (until deleted) where the kind's
+        ``KindLimits.keep_sources`` names ``source`` (by default only ``operator``; R3)."""
         self._live()
         return self.service.write(self.repeating(self._said_by(source), content), content, kind=kind,
                                   confidence=confidence,
@@ -173,7 +175,7 @@ class Session:
                                   metadata=metadata)
 
     def update(self, memory_id: str, content: str, *, expected_version: int, source: str | None = None,
-               confidence: float | None = None, sensitivity: str | None = None, ttl_days: int | None = None,
+               confidence: float | None = None, sensitivity: str | None = None, ttl_days: int | str | None = None,
                due: Any = None, metadata: dict[str, Any] | None = None) -> WriteResult:
         """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``.
         Confidence, sensitivity, retention and metadata stay as they were unless given."""
@@ -185,7 +187,7 @@ class Session:
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
                                   metadata=metadata, update_id=memory_id, expected_version=expected_version)
 
-    def record_turns(self, messages: Iterable[Any], *, ttl_days: int | None = None,
+    def record_turns(self, messages: Iterable[Any], *, ttl_days: int | str | None = None,
                      sensitivity: str | None = None) -> list[RecordedTurn]:
         """Store conversation turns as episodes, each through the write gate with the source of its role
         (``user`` → user, ``assistant`` → model, ``tool`` → tool; G8: a question or a request someone made is a

@@ -18,6 +18,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_MS = 0  # 1970-01-01T00:00:00Z: no record, session or due time predates unix time
 # 9999-12-31T00:00:00Z: the last day every timezone can still render (a later UTC time is year 10000 east of UTC)
 MAX_MS = int(datetime(9999, 12, 31, tzinfo=UTC).timestamp() * 1000)
+# R3: the expires_at of a memory kept until deleted (ttl_days="keep", where the policy allows it). The last time
+# memwarden stores, so every expiry filter (`expires_at > now`), gc and the ranking statistics need no special case.
+NEVER_EXPIRES = MAX_MS
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 MAX_DUE_AHEAD_DAYS = 100 * 366  # a reminder due more than a century ahead is a mistake, not a plan
@@ -37,6 +40,11 @@ def iso(ms: int | None) -> str | None:
     if not in_range(ms):
         return f"invalid-time:{str(ms)[:40]}"
     return (_EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_expiry(ms: int) -> str | None:
+    """An ``expires_at`` as :func:`iso` renders it, or ``None`` for a memory kept until deleted."""
+    return None if ms == NEVER_EXPIRES else iso(ms)
 
 
 def parse_due(due: Any) -> int | None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memwarden.errors import MemwardenError
 from memwarden.records import Record, SourceType, iso
+from memwarden.timevalues import iso_expiry
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -36,7 +37,10 @@ class SaveArgs(_Args):
 
     content: Annotated[str, Field(description="The memory, one fact or preference, at most 10 KB.")]
     kind: Annotated[KindName, Field(description="What sort of memory this is.")] = "fact"
-    ttl_days: Annotated[int | None, Field(ge=1, le=365, description="Keep it this many days (default 30).")] = None
+    ttl_days: Annotated[Annotated[int, Field(ge=1, le=365)] | Literal["keep"] | None, Field(
+        description='Keep it this many days (1-365, default 30). "keep" (until the user deletes it) only for what '
+                    "the user asked to keep, and only where the operator's policy allows it: otherwise the save "
+                    "is refused.")] = None
     due: Annotated[str | None, Field(max_length=64, description="Reminders only (refused on other kinds): due "
                                      "time, ISO-8601 (e.g. 2026-12-01T09:00Z), not more than 1.5 days ago.")
                    ] = None
@@ -101,6 +105,9 @@ def _parameters(model: type[_Args]) -> dict[str, Any]:
     schema.pop("description", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
+        for alt in prop.get("anyOf", ()):  # a one-value Literal ("keep"): enum is what every tool API reads
+            if "const" in alt:
+                alt["enum"] = [alt.pop("const")]
     schema["additionalProperties"] = False
     return schema
 
@@ -123,7 +130,7 @@ def anthropic_tools() -> list[dict[str, Any]]:
 
 def record_for_agent(r: Record, *, full: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"id": r.id, "kind": r.kind, "version": r.version, "updated_at": iso(r.updated_at),
-                           "expires_at": iso(r.expires_at), "confidence": r.confidence,
+                           "expires_at": iso_expiry(r.expires_at), "confidence": r.confidence,
                            "sensitivity": r.sensitivity_name, "trust": r.provenance.trust,
                            "content": r.content if full else r.preview(120)}
     if r.due_at is not None:

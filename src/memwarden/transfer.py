@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from memwarden import procedures
 from memwarden.errors import MemwardenError
 from memwarden.ids import new_id
+from memwarden.policy import KEEP
 from memwarden.records import (
     SENSITIVITY_LEVELS,
     Kind,
@@ -277,7 +278,8 @@ def export_markdown(
             f"#### {rec.id}",
             "",
             f"- Version {rec.version}; created {iso(rec.created_at)}; updated {iso(rec.updated_at)};"
-            f" expires {iso(rec.expires_at)}" + (f"; due {iso(rec.due_at)}" if rec.due_at else ""),
+            + (" kept until deleted" if rec.kept_until_deleted else f" expires {iso(rec.expires_at)}")
+            + (f"; due {iso(rec.due_at)}" if rec.due_at else ""),
             f"- Trust: {p.trust}; source: {_md_escape(_source(rec))}; approval: {_md_escape(p.approval)}",
             f"- Status: {'held for operator review' if rec.status == Status.REVIEW else rec.status};"
             f" sensitivity: {rec.sensitivity_name}; confidence: {rec.confidence:g}",
@@ -537,7 +539,9 @@ def _plain_line(service: MemoryService, ctx: Context, obj: dict[str, Any],
     kind = _want(obj, "kind", (str,), "a string") or "fact"
     confidence = _want(obj, "confidence", (int, float), "a number from 0 to 1")
     sensitivity = _want(obj, "sensitivity", (str,), f"one of {', '.join(SENSITIVITY_LEVELS)}")
-    ttl_days = _want(obj, "ttl_days", (int,), "a whole number of days")
+    ttl_days = _want(obj, "ttl_days", (int, str), f"a whole number of days or \"{KEEP}\"")
+    if isinstance(ttl_days, str) and ttl_days != KEEP:
+        raise _LineError(f"'ttl_days' must be a whole number of days or \"{KEEP}\", got {ttl_days[:20]!r}")
     metadata = _want(obj, "metadata", (dict,), "an object")
     due_raw = obj.get("due") if obj.get("due") is not None else obj.get("due_at")
     if due_raw is not None and (isinstance(due_raw, bool) or not isinstance(due_raw, (str, int))):
