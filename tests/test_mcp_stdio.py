@@ -102,8 +102,11 @@ def test_s2_t3_tools_have_no_identity_parameter_and_no_promotion(db_path: Path) 
             assert r.is_error and _payload(r)["error"] == "forbidden", name
 
     _run(db_path, script, *LOCAL)
-    with memwarden.open(db_path) as store, store.session(B) as s:
-        assert s.view() == []
+    with memwarden.open(db_path) as store:
+        refused = audit.log_rows(store.backend, event="promotion_refused")
+        assert [r["details"]["tool"] for r in refused] == ["memory_promote", "memory_approve", "review_promote"]
+        with store.session(B) as s:
+            assert s.view() == []
 
 
 def test_s2_agent_token_sees_only_its_own_user_p2_search_and_view(db_path: Path) -> None:
@@ -198,6 +201,9 @@ def test_t2_saves_are_held_because_the_host_does_not_report_ingest(db_path: Path
         held = review.queue(store, operator)
         assert [h.record.content for h in held if h.record] == ["User prefers Go for services"]
         assert any("unreported" in t for t in held[0].taint)  # the reason an operator sees
+        ended = audit.log_rows(store.backend, event="session_ended")  # the client closed stdin: session ended
+        assert [e["session_id"] for e in ended] == [held[0].record.provenance.session_id]  # type: ignore[union-attr]
+        assert ended[0]["details"]["tainted"] is True
 
 
 def _tokens(store: MemoryService) -> dict[str, str]:
