@@ -42,19 +42,23 @@ def _env(db: Path, token: str | None = None) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def _client(db: Path, *args: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+async def _client(db: Path, *args: str, token: str | None = None, modern: bool = False
+                  ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp", *args],
                                    env=_env(db, token))
     with open(os.devnull, "w") as errlog:  # the server's start line goes to stderr
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+            if modern:  # protocol 2026-07-28: no initialize handshake, server/discover instead
+                assert "2026-07-28" in (await session.discover()).supported_versions
+            else:
+                await session.initialize()
             yield session
 
 
-def _run(db: Path, script: Callable[[ClientSession], Awaitable[None]], *args: str, token: str | None = None
-         ) -> None:
+def _run(db: Path, script: Callable[[ClientSession], Awaitable[None]], *args: str, token: str | None = None,
+         modern: bool = False) -> None:
     async def main() -> None:
-        async with _client(db, *args, token=token) as session:
+        async with _client(db, *args, token=token, modern=modern) as session:
             await script(session)
 
     asyncio.run(main())
@@ -163,7 +167,8 @@ def test_p1_block_is_byte_identical_for_the_whole_session_after_writes(db_path: 
     _run(db_path, script, *LOCAL)
 
 
-def test_g6_rejected_write_returns_the_gates_reason_as_error(db_path: Path) -> None:
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_g6_rejected_write_returns_the_gates_reason_as_error(db_path: Path, modern: bool) -> None:
     async def script(s: ClientSession) -> None:
         r = await s.call_tool("memory_save", {"content": ATTACK, "kind": "fact"})
         assert r.is_error
@@ -173,7 +178,7 @@ def test_g6_rejected_write_returns_the_gates_reason_as_error(db_path: Path) -> N
         assert "Traceback" not in r.content[0].text and out["message"].startswith("not saved")
         assert any(h["rule"] == "directive.override" for h in out["hits"])
 
-    _run(db_path, script, *LOCAL)
+    _run(db_path, script, *LOCAL, modern=modern)
     with memwarden.open(db_path) as store:
         rejected = audit.log_rows(store.backend, event="rejected")
         assert len(rejected) == 1 and rejected[0]["user"] == A.user

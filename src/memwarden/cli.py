@@ -1524,14 +1524,22 @@ def scan(
         con.print(table)
 
 
+McpAgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", envvar="MEMWARDEN_AGENT", show_default=False,
+                 help="Agent of the scope (needed without a token: one scope, as an agent token binds)."),
+]
+
+
 @app.command()
-def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: AgentOpt = None) -> None:
+def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None) -> None:
     """Serve the memory tools over MCP stdio to one local client (Claude Desktop, Claude Code, IDE agents).
 
-    Identity comes from $MEMWARDEN_TOKEN (an agent token: memwarden token create --role agent …) or, for a
-    single-user local set-up, from --tenant, --user and --agent; the model never chooses it. The server cannot
-    see the host's other tool calls, so every save is held for an operator's review (memwarden review list).
-    Needs the SDK: pip install 'memwarden[server]'. Errors at start are one line on stderr and exit 1."""
+    Identity: $MEMWARDEN_TOKEN (an agent token), or --tenant/--user/--agent for a single-user set-up; never the model.
+
+    The server cannot see the host's other tool calls, so every save is held for review (memwarden review list).
+
+    Needs the MCP SDK: pip install 'memwarden\\[server]'. Set-up for clients: docs/server.md."""
     try:
         from memwarden import mcp_server
     except ImportError as exc:

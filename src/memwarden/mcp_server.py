@@ -27,6 +27,8 @@ import mcp.types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.types.jsonrpc import INVALID_PARAMS
 
 from memwarden import __version__, auth
 from memwarden.errors import InvalidInput
@@ -158,7 +160,7 @@ def build_server(session: Session) -> Server[Any]:
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
                          ) -> types.GetPromptResult:
         if params.name != PROMPT_NAME:
-            raise ValueError(f"no prompt named {params.name[:100]!r}; available: {PROMPT_NAME}")
+            raise MCPError(INVALID_PARAMS, f"no prompt named {params.name[:100]!r}; available: {PROMPT_NAME}")
         return types.GetPromptResult(description=block_help, _meta=meta, messages=[
             types.PromptMessage(role="user", content=types.TextContent(text=block))])
 
@@ -171,7 +173,7 @@ def build_server(session: Session) -> Server[Any]:
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         if params.uri != RESOURCE_URI:
-            raise ValueError(f"no resource {params.uri[:200]!r}; available: {RESOURCE_URI}")
+            raise MCPError(INVALID_PARAMS, f"no resource {params.uri[:200]!r}; available: {RESOURCE_URI}")
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=RESOURCE_URI, mime_type="text/plain", text=block, _meta=meta)])
 
