@@ -98,6 +98,7 @@ def test_s2_t3_tools_have_no_identity_parameter_and_no_promotion(db_path: Path) 
             assert tool.description and "promot" not in tool.name and "approv" not in tool.name
         save = next(t for t in listed if t.name == "memory_save")
         assert "next session" in (save.description or "")  # written for models: when a save shows up
+        assert "Do not save secrets" in (save.description or "")  # … and what not to save
         # the model cannot pass identity: an extra field is refused, nothing is written elsewhere
         r = await s.call_tool("memory_save", {"content": "User likes tea", "user": B.user})
         assert r.is_error and _payload(r)["error"] == "invalid_arguments"
