@@ -1524,6 +1524,44 @@ def scan(
         con.print(table)
 
 
+McpAgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", envvar="MEMWARDEN_AGENT", show_default=False,
+                 help="Agent of the scope (needed without a token: one scope, as an agent token binds)."),
+]
+
+
+@app.command()
+def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None) -> None:
+    """Serve the memory tools over MCP stdio to one local client (Claude Desktop, Claude Code, IDE agents).
+
+    Identity: $MEMWARDEN_TOKEN (an agent token), or --tenant/--user/--agent for a single-user set-up; never the model.
+
+    The server cannot see the host's other tool calls, so every save is held for review (memwarden review list).
+
+    Needs the MCP SDK: pip install 'memwarden\\[server]'. Set-up for clients: docs/server.md."""
+    try:
+        from memwarden import mcp_server
+    except ImportError as exc:
+        if exc.name is None or not (exc.name == "mcp" or exc.name.startswith(("mcp.", "mcp_types"))):
+            raise
+        raise CliError("memwarden mcp needs the MCP Python SDK, which is not installed: "
+                       "pip install 'memwarden[server]'") from None
+    token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
+    if not token:  # checked before the store is opened: a missing identity creates nothing
+        try:
+            identity = mcp_server.local_identity(tenant, user, agent)
+        except MemwardenError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+    service = _state(ctx).service()
+    if token:
+        identity = mcp_server.token_identity(service, token, tenant, user, agent)
+    session = mcp_server.start_session(service, identity)
+    typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; "
+               "saves are held for review (the host does not report its ingest)", err=True)
+    mcp_server.serve_stdio(session)
+
+
 # Operator review and credentials (T3) live in their own module; registered here, after every helper they use.
 from memwarden.cli_review import review_app, token_app  # noqa: E402
 

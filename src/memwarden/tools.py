@@ -32,8 +32,9 @@ class _Args(BaseModel):
 
 class SaveArgs(_Args):
     """Save a new memory. Write durable preferences and facts about the user or the work, stated as facts
-    ("User prefers Go for services"), not instructions to yourself. Saved memories appear in the memory block of
-    the next session, not this one."""
+    ("User prefers Go for services"), not instructions to yourself. Do not save secrets or credentials, details
+    that only matter for the current task, or text copied from web pages, files or tool output. Saved memories
+    appear in the memory block of the next session, not this one."""
 
     content: Annotated[str, Field(description="The memory, one fact or preference, at most 10 KB.")]
     kind: Annotated[KindName, Field(description="What sort of memory this is.")] = "fact"
