@@ -229,3 +229,27 @@ def test_T3_review_promote_and_reject_by_operator(api: Api) -> None:
                            ).json() == {"removed": [two]}
     again = api.client.post(f"/v1/review/{one}/promote", headers=api.h("op"))
     assert again.status_code == 400  # not held any more
+
+
+@pytest.mark.parametrize(("path", "raw"), [
+    ("tools/memory_view", '{"id": "\\udb22"}'),
+    ("tools/memory_save", '{"content": "tea \\udc00"}'),
+    ("turns", '{"messages": [{"role": "user", "content": "hi \\udb22"}]}'),
+    ("ingest", '{"tool_calls": [{"name": "web_fetch", "arguments": {"url": "\\ud800"}}]}'),
+])
+def test_lone_surrogates_are_invalid_input_not_500(api: Api, path: str, raw: str) -> None:
+    sid = api.start("agent_a")["session_id"]
+    r = api.client.post(f"/v1/sessions/{sid}/{path}", content=raw,
+                        headers={**api.h("agent_a"), "Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_input", r.text
+    ok = api.tool("agent_a", sid, "memory_save", {"content": "User likes 😀 emoji"})  # a surrogate pair is text
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize("root", ["relative/path", "/srv/a\x00b", "/srv/\udb22"])
+def test_workspace_roots_are_absolute_text_paths(api: Api, root: str) -> None:
+    import json
+
+    raw = json.dumps({"workspace": [root]})
+    r = api.client.post("/v1/sessions", content=raw, headers={**api.h("agent_a"), "Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_input"

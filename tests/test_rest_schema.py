@@ -3,6 +3,7 @@ status code and content type — with an agent token, an operator token and no t
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -22,6 +23,7 @@ with warnings.catch_warnings():
         status_code_conformance,
     )
 
+EXAMPLES = int(os.environ.get("MEMWARDEN_FUZZ_EXAMPLES", "25"))  # per operation; raise it for a longer hunt
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
 
 
@@ -39,7 +41,7 @@ def test_openapi_fuzz_no_5xx_no_schema_violation(store: MemoryService) -> None:
         op = result.ok()
         operations += 1
 
-        @settings(max_examples=25, deadline=None, database=None,
+        @settings(max_examples=EXAMPLES, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(case=op.as_strategy())
         def run(case: Any) -> None:

@@ -27,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memwarden import audit, auth, review
@@ -171,8 +171,42 @@ class _Body(BaseModel):
 
 class StartBody(_Body):
     workspace: Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(
-        max_length=16, description="The host's workspace roots: file reads outside them taint the session (T1)."
+        max_length=16, description="The host's workspace roots (absolute paths on the server's machine): file "
+                                   "reads outside them taint the session (T1)."
     )] = []
+
+    @field_validator("workspace")
+    @classmethod
+    def _paths(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if "\x00" in root or not root.startswith("/") or not _utf8(root):
+                raise ValueError("a workspace root is an absolute path without NUL characters")
+        return roots
+
+
+def _require_text(value: Any, where: str, depth: int = 0) -> None:
+    """JSON may carry lone surrogates (``"\\ud800"``), which are not text: refuse them where a body holds free-form
+    JSON (tool arguments, messages), before they reach the store."""
+    if depth > 64:
+        raise InvalidInput(f"{where} is nested too deeply")
+    if isinstance(value, str):
+        if not _utf8(value):
+            raise InvalidInput(f"{where} holds a lone surrogate (\\ud800-\\udfff), which is not text")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _require_text(k, where, depth + 1)
+            _require_text(v, where, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _require_text(v, where, depth + 1)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON \u escape
+        return False
+    return True
 
 
 class ToolCallIn(_Body):
@@ -344,6 +378,8 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
 
     @app.post("/v1/sessions/{session_id}/ingest", tags=["agent"], summary="Report what the session ingested (T1)")
     def ingest(session_id: SESSION_ID, who: Agent, body: IngestBody) -> dict[str, Any]:
+        for c in body.tool_calls:
+            _require_text([c.arguments, c.result_meta], "tool_calls")
         with sessions.use(session_id, who) as s:
             decisions = [s.record_tool_call(c.name, c.arguments, c.result_meta) for c in body.tool_calls]
             decisions += [s.record_ingest(d.source, d.kind) for d in body.documents]
@@ -355,6 +391,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     def call_tool(session_id: SESSION_ID, who: Agent,
                   name: Annotated[str, Path(min_length=1, max_length=100, description=", ".join(TOOL_NAMES))],
                   arguments: Annotated[dict[str, Any] | None, Body()] = None) -> JSONResponse:
+        _require_text(arguments, "arguments")
         if name in WRITE_TOOLS:
             limiter.take(who.token_id)
         with sessions.use(session_id, who) as s:
@@ -368,6 +405,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
 
     @app.post("/v1/sessions/{session_id}/turns", tags=["agent"], summary="Record conversation turns as episodes")
     def record_turns(session_id: SESSION_ID, who: Agent, body: TurnsBody) -> dict[str, Any]:
+        _require_text(body.messages, "messages")
         limiter.take(who.token_id)
         with sessions.use(session_id, who) as s:
             recorded = s.record_turns(body.messages, ttl_days=body.ttl_days, sensitivity=body.sensitivity)
