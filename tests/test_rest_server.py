@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -64,6 +65,7 @@ def test_serve_over_http_P1_T1_and_graceful_shutdown(db_path: Path) -> None:
             no_token = httpx.get(f"{base}/v1/review")
             assert no_token.status_code == 401 and no_token.headers["www-authenticate"].startswith("Bearer")
             assert httpx.get(f"{base}/openapi.json").json()["paths"]["/v1/sessions"]
+        acked = _concurrent_saves(base, agent, clients=8, each=8)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
     finally:
@@ -71,16 +73,44 @@ def test_serve_over_http_P1_T1_and_graceful_shutdown(db_path: Path) -> None:
             proc.kill()
             proc.wait()
     with memwarden.open(db_path) as svc:  # every acknowledged write is in the store; the session was ended
-        assert [c.record.content for c in svc.beliefs("acme", "u-1") if c.record] == \
-            ["User prefers Go", "User's PIN hint is blue"]
+        contents = {c.record.content for c in svc.beliefs("acme", "u-1") if c.record}
+        assert {"User prefers Go", "User's PIN hint is blue"} <= contents
         ended = svc.backend.query("SELECT ended_at FROM sessions WHERE id = ?", (sid,))
         assert ended and ended[0][0] is not None
+        # concurrent clients: every acknowledged write is in the store
+        stored = {c.id for c in svc.beliefs("acme", "u-1")}
+        assert len(acked) == 64 and acked <= stored
+
+
+def _concurrent_saves(base: str, token: str, *, clients: int, each: int) -> set[str]:
+    def one(n: int) -> list[str]:
+        ids = []
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as c:
+            sid = c.post("/v1/sessions").json()["session_id"]
+            for k in range(each):
+                r = c.post(f"/v1/sessions/{sid}/tools/memory_save",
+                           json={"content": f"User's locker {n} holds item number {k} of {n * 100 + k}"})
+                assert r.status_code == 200, r.text
+                ids.append(r.json()["result"]["id"])
+            c.delete(f"/v1/sessions/{sid}")
+        return ids
+
+    with ThreadPoolExecutor(clients) as pool:
+        return {i for ids in pool.map(one, range(clients)) for i in ids}
 
 
 def test_serve_without_server_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
     from memwarden import cli
 
-    monkeypatch.setitem(sys.modules, "memwarden.rest", None)  # as if fastapi/uvicorn were not installed
+    def never(*_a: object, **_k: object) -> None:
+        raise AssertionError("the server must not start without its extra")
+
+    monkeypatch.setattr(uvicorn, "run", never)
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the server extra were not installed
+    monkeypatch.delitem(sys.modules, "memwarden.rest", raising=False)
+    monkeypatch.delattr(memwarden, "rest", raising=False)
     result = CliRunner().invoke(cli.app, ["serve"])
     assert result.exit_code == 1
     out = result.output.strip()
