@@ -253,3 +253,13 @@ def test_workspace_roots_are_absolute_text_paths(api: Api, root: str) -> None:
     raw = json.dumps({"workspace": [root]})
     r = api.client.post("/v1/sessions", content=raw, headers={**api.h("agent_a"), "Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_input"
+
+
+def test_idle_sessions_are_ended_and_forgotten(store: MemoryService) -> None:
+    a = make_api(store, ServerConfig(session_idle_seconds=0))
+    first = a.start("agent_a")["session_id"]
+    a.start("agent_b")  # starting a session sweeps idle ones
+    r = a.client.get(f"/v1/sessions/{first}/block", headers=a.h("agent_a"))
+    assert r.status_code == 404
+    ended = store.backend.query("SELECT ended_at FROM sessions WHERE id = ?", (first,))
+    assert ended[0][0] is not None

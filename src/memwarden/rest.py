@@ -107,6 +107,8 @@ class Sessions:
         if held is None or held.token_id != principal.token_id:
             raise NotFound(f"no live session {session_id} for this token; start one with POST /v1/sessions")
         with held.lock:
+            if held.session.closed:  # ended or swept while this request waited for it
+                raise NotFound(f"session {session_id} has ended; start one with POST /v1/sessions")
             held.last_used = time.monotonic()
             yield held.session
 
