@@ -52,7 +52,7 @@ def stable_code(code: str) -> str:
     return code if code in CODES else "internal"
 
 
-def problem(code: str, detail: str, **extra: Any) -> dict[str, Any]:
+def problem(code: str, detail: str, /, **extra: Any) -> dict[str, Any]:
     """One problem document. ``extra`` members (RFC 9457 extensions) never override the standard ones."""
     code = stable_code(code)
     status, title = CODES[code]
