@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import memwarden.rest  # noqa: F401  (its error classes are part of the mapping too)
 from memwarden import errors
 from memwarden.auth import AuthError
 from memwarden.problems import CODES, from_dict, from_error
@@ -29,6 +30,8 @@ def test_every_memwarden_error_maps_to_a_documented_code(cls: type[errors.Memwar
         exc: errors.MemwardenError = errors.VersionConflict("m1", 1, 2)
     elif cls is errors.CapacityError:
         exc = errors.CapacityError("fact", "3 entries", [{"id": "m1", "bytes": 3, "preview": "abc"}])
+    elif "retry_after" in getattr(getattr(cls.__init__, "__code__", None), "co_varnames", ()):  # the server's
+        exc = cls("one clear line", retry_after=5)  # type: ignore[call-arg]
     else:
         exc = cls("one clear line")
     body = from_error(exc)
