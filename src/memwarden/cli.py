@@ -1420,6 +1420,35 @@ def demo(ctx: typer.Context) -> None:
         raise CliError("the demo found a problem (see the ✗ above)")
 
 
+SERVER_HINT = "memwarden serve needs the server extra: pip install 'memwarden[server]'"
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8750,
+    db: Annotated[
+        str | None, typer.Option("--db", show_default=False, help="Database URL (default: the global --db).")
+    ] = None,
+    write_rate: Annotated[
+        int, typer.Option(min=0, help="Writes per minute per token before 429 (0: no limit).")
+    ] = 120,
+) -> None:
+    """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C.
+
+    Agents call it with an agent token, operators with an operator token (`memwarden token create`); see
+    docs/server.md."""
+    try:
+        from memwarden import rest
+    except ImportError as exc:
+        raise CliError(f"{SERVER_HINT} ({exc.name or exc} is missing)") from None
+    state = _state(ctx)
+    if db is not None:
+        state.url = db
+    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate))
+
+
 # --- scan ---------------------------------------------------------------------------------------------------
 
 
