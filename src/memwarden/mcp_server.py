@@ -17,7 +17,7 @@ replayed until promoted, and every held save says why.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,10 +43,10 @@ RESOURCE_URI = "memwarden://session/memory-block"
 # the taint policy's trusted_ingest), so the session is untrusted and the reason is in every held record (T2).
 UNREPORTED_INGEST_KIND = "unreported-host-ingest"
 UNREPORTED_INGEST_SOURCE = "MCP stdio host (it does not report the tool calls and files the model read)"
-HELD_NOTE = ("memwarden mcp (stdio) cannot see what the model read through the host's other tools, so every "
-             "save from this session is held for an operator's review (`memwarden review list`) and is recalled "
-             "only once promoted; until then memory_view refuses it and memory_search does not find it. "
-             "Removing and clearing memories is refused for the same reason: ask the user to do it with the "
+HELD_NOTE = ("memwarden's MCP server (stdio or HTTP) cannot see what the model read through the host's other "
+             "tools, so every save from this session is held for an operator's review (`memwarden review list`) "
+             "and is recalled only once promoted; until then memory_view refuses it and memory_search does not find "
+             "it. Removing and clearing memories is refused for the same reason: ask the user to do it with the "
              "memwarden CLI.")
 INSTRUCTIONS = (  # the server-level summary; when and what to save is in each tool's description (tools.py)
     "memwarden is this user's persistent memory across sessions: the memory_* tools save, search, view, update "
@@ -98,10 +98,11 @@ def token_identity(service: MemoryService, token: str, tenant: str | None = None
     return Identity(scope, f"token {principal.name}")
 
 
-def start_session(service: MemoryService, identity: Identity) -> Session:
-    """The process's one session: snapshot taken now (P1), then marked untrusted — nobody reports its ingest."""
+def start_session(service: MemoryService, identity: Identity, source: str = UNREPORTED_INGEST_SOURCE) -> Session:
+    """A session for an MCP client: snapshot taken now (P1), then marked untrusted — nobody reports its ingest
+    (``source`` names the transport in the ledger)."""
     session = service.session(identity.scope)
-    session.record_ingest(UNREPORTED_INGEST_SOURCE, UNREPORTED_INGEST_KIND)
+    session.record_ingest(source, UNREPORTED_INGEST_KIND)
     return session
 
 
@@ -128,60 +129,84 @@ def tool_result(result: dict[str, Any]) -> types.CallToolResult:
                                 is_error=is_error)
 
 
-def build_server(session: Session) -> Server[Any]:
-    """An MCP server whose tools are ``session``'s agent tools and whose prompt/resource is its frozen block."""
-    block, digest = session.system_block(), session.snapshot_sha256
-    meta = {"memwarden/sha256": digest, "memwarden/session": session.id}
-    tools = [_tool(s) for s in session.tool_schemas("anthropic")]
-    block_help = ("The memwarden memory block of this session: memories saved in earlier sessions, labelled with "
-                  "id, kind, time, sensitivity, confidence and trust. Put it in the system prompt. It is built "
-                  "once when the session starts and stays byte-identical for the whole session (P1).")
+UseSession = Callable[[Callable[["Session"], Any]], Awaitable[Any]]
+"""How a handler reaches the caller's session: ``await use(fn)`` runs ``fn(session)`` and returns its result."""
+
+BLOCK_HELP = ("The memwarden memory block of this session: memories saved in earlier sessions, labelled with id, "
+              "kind, time, sensitivity, confidence and trust. Put it in the system prompt. It is built once when "
+              "the session starts and stays byte-identical for the whole session (P1).")
+
+
+def _block_of(session: Session) -> tuple[str, dict[str, str]]:
+    return session.system_block(), {"memwarden/sha256": session.snapshot_sha256, "memwarden/session": session.id}
+
+
+def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS) -> Server[Any]:
+    """An MCP server whose tools are the session's agent tools and whose prompt/resource is its frozen block.
+
+    ``use`` resolves the session of the request being served: stdio has one (:func:`build_stdio_server`), MCP
+    over HTTP one per token (:mod:`memwarden.mcp_http`). Every tool call is ``Session.call_tool`` — the one write
+    path — and its outcome becomes a result by :func:`tool_result`, the same for both transports."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        schemas = await use(lambda s: s.tool_schemas("anthropic"))
+        return types.ListToolsResult(tools=[_tool(x) for x in schemas])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
-        # Synchronous on purpose: one stdio client, calls served one at a time in the order they arrive, each a
-        # few milliseconds; Session.call_tool never raises.
-        return tool_result(session.call_tool(params.name, params.arguments))
+        # Session.call_tool never raises; ``use`` serves one call of a session at a time, in arrival order.
+        return tool_result(await use(lambda s: s.call_tool(params.name, params.arguments)))
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                            ) -> types.ListPromptsResult:
+        _block, meta = await use(_block_of)
         return types.ListPromptsResult(prompts=[types.Prompt(name=PROMPT_NAME, title="memwarden memory",
-                                                             description=block_help, _meta=meta)])
+                                                             description=BLOCK_HELP, _meta=meta)])
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
                          ) -> types.GetPromptResult:
         if params.name != PROMPT_NAME:
             raise MCPError(INVALID_PARAMS, f"no prompt named {params.name[:100]!r}; available: {PROMPT_NAME}")
-        return types.GetPromptResult(description=block_help, _meta=meta, messages=[
+        block, meta = await use(_block_of)
+        return types.GetPromptResult(description=BLOCK_HELP, _meta=meta, messages=[
             types.PromptMessage(role="user", content=types.TextContent(text=block))])
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                              ) -> types.ListResourcesResult:
+        block, meta = await use(_block_of)
         return types.ListResourcesResult(resources=[types.Resource(
-            uri=RESOURCE_URI, name="memory-block", title="memwarden memory block", description=block_help,
+            uri=RESOURCE_URI, name="memory-block", title="memwarden memory block", description=BLOCK_HELP,
             mime_type="text/plain", size=len(block.encode("utf-8")), _meta=meta)])
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
         if params.uri != RESOURCE_URI:
             raise MCPError(INVALID_PARAMS, f"no resource {params.uri[:200]!r}; available: {RESOURCE_URI}")
+        block, meta = await use(_block_of)
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=RESOURCE_URI, mime_type="text/plain", text=block, _meta=meta)])
 
     return Server(
-        "memwarden", version=__version__, title="memwarden memory",
-        instructions=f"{INSTRUCTIONS}\n\n{block}",
+        "memwarden", version=__version__, title="memwarden memory", instructions=instructions,
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
         on_list_resources=list_resources, on_read_resource=read_resource)
 
 
+def build_stdio_server(session: Session) -> Server[Any]:
+    """The stdio server of one process and its one session; the block also ends the server's instructions."""
+
+    async def use(fn: Callable[[Session], Any]) -> Any:
+        # Synchronous on purpose: one stdio client, calls served one at a time in the order they arrive, each a
+        # few milliseconds.
+        return fn(session)
+
+    return build_server(use, instructions=f"{INSTRUCTIONS}\n\n{session.system_block()}")
+
+
 def serve_stdio(session: Session) -> None:
     """Serve ``session`` over this process's stdin/stdout until the client closes them; then end the session."""
-    server = build_server(session)
+    server = build_stdio_server(session)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
