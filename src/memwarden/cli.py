@@ -1434,8 +1434,14 @@ def serve(
     write_rate: Annotated[
         int, typer.Option(min=0, help="Writes per minute per token before 429 (0: no limit).")
     ] = 120,
+    public_url: Annotated[
+        str | None, typer.Option(show_default=False,
+                                 help="Base URL clients reach the server at, e.g. behind a TLS proxy "
+                                      "(default: http://<host>:<port>); the MCP resource is <url>/mcp.")
+    ] = None,
 ) -> None:
-    """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) until Ctrl-C.
+    """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) and MCP over streamable HTTP at
+    /mcp until Ctrl-C.
 
     Agents call it with an agent token, operators with an operator token (`memwarden token create`); see
     docs/server.md."""
@@ -1446,7 +1452,7 @@ def serve(
     state = _state(ctx)
     if db is not None:
         state.url = db
-    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate))
+    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate, public_url=public_url))
 
 
 # --- scan ---------------------------------------------------------------------------------------------------

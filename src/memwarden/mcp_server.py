@@ -132,6 +132,9 @@ def tool_result(result: dict[str, Any]) -> types.CallToolResult:
 UseSession = Callable[[Callable[["Session"], Any]], Awaitable[Any]]
 """How a handler reaches the caller's session: ``await use(fn)`` runs ``fn(session)`` and returns its result."""
 
+Admit = Callable[[str], Awaitable[dict[str, Any] | None]]
+"""Called with a tool's name before it runs: ``None`` lets it run, an error outcome is returned instead."""
+
 BLOCK_HELP = ("The memwarden memory block of this session: memories saved in earlier sessions, labelled with id, "
               "kind, time, sensitivity, confidence and trust. Put it in the system prompt. It is built once when "
               "the session starts and stays byte-identical for the whole session (P1).")
@@ -141,12 +144,13 @@ def _block_of(session: Session) -> tuple[str, dict[str, str]]:
     return session.system_block(), {"memwarden/sha256": session.snapshot_sha256, "memwarden/session": session.id}
 
 
-def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS) -> Server[Any]:
+def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS, admit: Admit | None = None) -> Server[Any]:
     """An MCP server whose tools are the session's agent tools and whose prompt/resource is its frozen block.
 
     ``use`` resolves the session of the request being served: stdio has one (:func:`build_stdio_server`), MCP
-    over HTTP one per token (:mod:`memwarden.mcp_http`). Every tool call is ``Session.call_tool`` — the one write
-    path — and its outcome becomes a result by :func:`tool_result`, the same for both transports."""
+    over HTTP one per token (:mod:`memwarden.mcp_http`). ``admit(tool)``, if given, may refuse a call before it
+    runs with an error outcome (HTTP: the per-token write limit). Every tool call is ``Session.call_tool`` — the
+    one write path — and its outcome becomes a result by :func:`tool_result`, the same for both transports."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
@@ -156,6 +160,9 @@ def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS) -> Server
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
         # Session.call_tool never raises; ``use`` serves one call of a session at a time, in arrival order.
+        refused = await admit(params.name) if admit is not None else None
+        if refused is not None:
+            return tool_result(refused)
         return tool_result(await use(lambda s: s.call_tool(params.name, params.arguments)))
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -1,5 +1,6 @@
 """The REST API under ``/v1`` (FastAPI): agent routes for sessions and the six memory tools, operator routes for
-review, beliefs, deletion and the audit log. ``memwarden serve`` runs it with uvicorn.
+review, beliefs, deletion and the audit log; and MCP over streamable HTTP at ``/mcp`` (:mod:`memwarden.mcp_http`).
+``memwarden serve`` runs it with uvicorn.
 
 Identity comes only from the bearer token (S2): an agent token is bound to one ``(tenant, user, agent)`` and every
 agent route acts in exactly that scope; an operator token is bound to a tenant (and perhaps one user) and every
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
@@ -30,7 +31,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memwarden import audit, auth, review
+from memwarden import audit, auth, mcp_http, review
 from memwarden.auth import AGENT, OPERATOR, AuthError, Principal
 from memwarden.errors import Forbidden, InvalidInput, MemwardenError, NotFound, RateLimited
 from memwarden.ids import new_id
@@ -39,12 +40,12 @@ from memwarden.records import Record, SourceType
 from memwarden.scope import Scope
 from memwarden.service import ALL_AGENTS, Checked, Context, MemoryService
 from memwarden.session import Session
-from memwarden.tools import TOOL_NAMES
+from memwarden.tools import TOOL_NAMES, WRITE_TOOL_NAMES
 
 log = logging.getLogger("memwarden.rest")
 
 MAX_BODY_BYTES = 1024 * 1024
-WRITE_TOOLS = frozenset({"memory_save", "memory_update", "memory_remove", "memory_clear"})
+WRITE_TOOLS = WRITE_TOOL_NAMES
 SESSION_ID = Annotated[str, Path(pattern=r"^[0-9A-Za-z]{1,64}$", description="Session id from POST /v1/sessions.")]
 MEMORY_ID = Annotated[str, Path(pattern=r"^[0-9A-Za-z]{1,64}$", description="Memory id.")]
 USER = Annotated[str, Path(min_length=1, max_length=128, description="User id within the token's tenant.")]
@@ -63,6 +64,16 @@ class ServerConfig:
     max_sessions: int = 4096
     max_sessions_per_token: int = 64
     session_idle_seconds: float = 3600.0
+    host: str = "127.0.0.1"
+    port: int = 8750
+    public_url: str | None = None  # the base URL clients reach (behind a proxy); default http://<host>:<port>
+
+    @property
+    def base_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
 
 @dataclass
@@ -308,10 +319,15 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     config = config or ServerConfig()
     sessions = Sessions(config)
     limiter = WriteLimiter(config.write_rate, config.write_window)
+    mcp = mcp_http.build(service, public_url=config.base_url, host=config.host,
+                         idle_seconds=config.session_idle_seconds, max_body_bytes=config.max_body_bytes,
+                         take_write=limiter.take)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
-        yield
+        async with mcp.manager.run():
+            yield
+        mcp.sessions.close_all()
         sessions.close_all()
         if close_service:
             service.close()
@@ -321,6 +337,8 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                               "Errors are RFC 9457 problem details with a stable `code`.")
     app.state.sessions = sessions
     app.state.service = service
+    app.state.mcp = mcp
+    app.router.routes.extend(mcp.routes)  # MCP over streamable HTTP at /mcp and its RFC 9728 metadata
 
     # -- errors --
 
@@ -671,5 +689,6 @@ def serve(service: MemoryService, host: str, port: int, *, config: ServerConfig 
     (up to 30 s), then the live sessions are ended. The caller closes the store."""
     import uvicorn
 
+    config = replace(config or ServerConfig(), host=host, port=port)
     uvicorn.run(create_app(service, config), host=host, port=port, log_level=log_level,
                 timeout_graceful_shutdown=30)

@@ -96,6 +96,8 @@ TOOLS: dict[str, type[_Args]] = {
     "memory_view": ViewArgs,
 }
 TOOL_NAMES = tuple(TOOLS)
+WRITE_TOOL_NAMES = frozenset({"memory_save", "memory_update", "memory_remove", "memory_clear"})
+"""The tools that write: a server's per-token write limit counts their calls."""
 _PROMOTION_LIKE = re.compile(r"promot|approv|unquarantin|trust|whitelist|allowlist|review|release_held|unhold",
                              re.IGNORECASE)
 
