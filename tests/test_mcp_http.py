@@ -131,9 +131,12 @@ async def _client(server: Server, token: str, *, modern: bool = True) -> AsyncIt
                 streamable_http_client(server.url, http_client=http) as (read, write),
                 ClientSession(read, write) as session):
         if modern:  # protocol 2026-07-28: stateless, server/discover instead of the initialize handshake
-            assert "2026-07-28" in (await session.discover()).supported_versions
+            found = await session.discover()
+            assert "2026-07-28" in found.supported_versions
         else:  # a client still on the previous revision
-            assert (await session.initialize()).protocol_version == "2025-11-25"
+            found = await session.initialize()
+            assert found.protocol_version == "2025-11-25"
+        assert found.instructions and f"prompt {PROMPT_NAME}" in found.instructions
         yield session
 
 
@@ -169,6 +172,8 @@ def test_tools_save_search_view_T2_saves_are_held(server: Server, modern: bool) 
         assert viewed["content"] == "User prefers Go for services"
         held = await s.call_tool("memory_view", {"id": saved["id"]})
         assert held.is_error and _payload(held)["error"] == "held_for_review"
+        clear = await s.call_tool("memory_clear", {"confirm": True})  # an injected "forget everything" erases nothing
+        assert clear.is_error and _payload(clear)["error"] == "forbidden" and "cannot see" in _payload(clear)["note"]
 
     _run(server, server.tokens["agent_a"], script, modern=modern)
 

@@ -57,6 +57,9 @@ MCP_PATH = "/mcp"
 AGENT_SCOPE, OPERATOR_SCOPE = "memwarden:agent", "memwarden:operator"
 UNREPORTED_INGEST_SOURCE = "MCP streamable-HTTP host (it does not report the tool calls and files the model read)"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+INSTRUCTIONS = mcp_server.INSTRUCTIONS.replace(  # one server for every token: the block is not in the instructions
+    "The memory block below is", f"The memory block (prompt {mcp_server.PROMPT_NAME}, resource "
+    f"{mcp_server.RESOURCE_URI}) is")
 
 
 class MemwardenTokenVerifier:
@@ -178,7 +181,7 @@ def build(service: MemoryService, *, public_url: str, host: str, idle_seconds: f
             return {"error": "rate_limited", "message": str(exc), "retry_after": getattr(exc, "retry_after", 60)}
         return None
 
-    server = mcp_server.build_server(use, admit=admit)
+    server = mcp_server.build_server(use, instructions=INSTRUCTIONS, admit=admit)
     verifier = MemwardenTokenVerifier(service, resource_url, base)
     settings = AuthSettings(issuer_url=base, resource_server_url=resource_url,  # type: ignore[arg-type]
                             required_scopes=[AGENT_SCOPE], validate_token_resource=False)
