@@ -308,6 +308,71 @@ def server(db: Path, env: dict[str, str], log: Path) -> Iterator[str]:
                     proc.wait()
 
 
+# --- diagnosis: where the server's time goes (one client, in-process variants) ----------------------------------
+
+
+def diagnose(service: MemoryService, base: str, token: tuple[str, str], n: int) -> str:
+    """One client, ``n`` saves and ``n`` searches of each variant, interleaved call by call: the library call,
+    ``auth.authenticate`` alone (what every request does first), ``GET /healthz`` (a route that does nothing: the
+    fixed cost of httpx + the HTTP stack + a thread-pool hop) in process and over loopback, the REST app called
+    in this process through httpx's ASGI transport (FastAPI, pydantic, auth, the limiter, the session lock, JSON;
+    no socket, no uvicorn), and the real server over loopback. For /healthz the "save"/"search" columns are only
+    which call it was interleaved with."""
+    from memwarden import rest
+
+    app = rest.create_app(service, rest.ServerConfig(write_rate=WRITE_RATE))
+    tok, user = token
+    variants = ("library", "auth.authenticate", "GET /healthz in process (ASGI)", "GET /healthz over loopback",
+                "REST app in process (ASGI)", "REST server (loopback)")
+    times: dict[tuple[str, str], list[int]] = {(v, op): [] for v in variants for op in ("save", "search")}
+
+    async def go() -> None:
+        rng = random.Random(7)
+        hdr = {"Authorization": f"Bearer {tok}"}
+        async with (httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://asgi",
+                                      headers=hdr) as asgi,
+                    httpx.AsyncClient(base_url=base, headers=hdr) as live):
+            sids = [(await c.post("/v1/sessions")).json()["session_id"] for c in (asgi, live)]
+            with service.session(Scope(TENANT, user, "agent")) as s:
+                for i in range(2 * n):
+                    op = "save" if i % 2 == 0 else "search"
+                    tool = "memory_save" if op == "save" else "memory_search"
+                    body = ({"content": episode(rng, 10**6 + i), "kind": "episode"} if op == "save"
+                            else {"query": query(rng), "k": 5})
+                    t = time.perf_counter_ns()
+                    if op == "save":
+                        s.save(str(body["content"]), kind="episode")
+                    else:
+                        s.search(str(body["query"]), k=5)
+                    times[("library", op)].append(time.perf_counter_ns() - t)
+                    t = time.perf_counter_ns()
+                    auth.authenticate(service, tok)
+                    times[("auth.authenticate", op)].append(time.perf_counter_ns() - t)
+                    for name, c in (("GET /healthz in process (ASGI)", asgi), ("GET /healthz over loopback", live)):
+                        t = time.perf_counter_ns()
+                        r = await c.get("/healthz")
+                        times[(name, op)].append(time.perf_counter_ns() - t)
+                        r.raise_for_status()
+                    for name, c, sid in (("REST app in process (ASGI)", asgi, sids[0]),
+                                         ("REST server (loopback)", live, sids[1])):
+                        t = time.perf_counter_ns()
+                        r = await c.post(f"/v1/sessions/{sid}/tools/{tool}", json=body)
+                        times[(name, op)].append(time.perf_counter_ns() - t)
+                        r.raise_for_status()
+            for c, sid in zip((asgi, live), sids, strict=True):
+                await c.delete(f"/v1/sessions/{sid}")
+
+    asyncio.run(go())
+    rows = []
+    for v in variants:
+        cells = {op: Cell(v, op, 1, ns) for (name, op), ns in times.items() if name == v}
+        rows.append([v, *(f"{cells[op].pct(q):.3f}" for op in ("save", "search") for q in (0.5, 0.95))])
+    return "\n".join([f"#### Where a REST call spends its time (1 client, {n} saves and {n} searches each, "
+                      "interleaved; the saves of this part are not in the check above)", "",
+                      table(["variant", "save p50 ms", "save p95 ms", "search p50 ms", "search p95 ms"], rows),
+                      ""])
+
+
 # --- the run -----------------------------------------------------------------------------------------------------
 
 
@@ -389,6 +454,7 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                         print(f"  {op:6} {c:3} clients  {side.name:24} {len(cells[-1].ns):7,} calls  "
                               f"p50 {cells[-1].pct(0.5):6.2f} ms  load {cells[-1].load:.2f}", file=sys.stderr)
                     k += 1
+            diag = diagnose(service, base, search_tokens[0], args.diagnose) if args.diagnose else ""
         run_s = time.monotonic() - t_run
         check_rows, stored_ok = verify(service, acks)
     finally:
@@ -427,6 +493,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
         out += [f"#### {op}: {what}", "",
                 table(["side", "clients", "calls", "p50 ms", "p95 ms", "p99 ms", "calls/s", "errors", "load 1m"],
                       rows, [False, True, True, True, True, True, True, False, True]), ""]
+    if diag:
+        out += [diag]
     out += ["#### Every acknowledged save is in the store (after the server stopped)", "",
             table(["side", "scopes", "acknowledged", "stored", "missing", "unacknowledged", "unverified",
                    "result"], check_rows, [False, True, True, True, True, True, True, False]), ""]
@@ -463,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, default=10_000, help="records pre-loaded in each search scope")
     p.add_argument("--search-scopes", type=int, default=4, help="pre-loaded scopes the search clients share")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--diagnose", type=int, default=0, metavar="N",
+                   help="afterwards, N saves and N searches (1 client) of the library, auth alone, the app in "
+                        "process (ASGI) and the server, interleaved: where a REST call spends its time")
     p.add_argument("--dir", default=None, help="where the temporary store goes (a real disk: fsync is free on tmpfs)")
     p.add_argument("--out", default=None, help="also write the tables to this file")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
