@@ -14,9 +14,13 @@ One run, one temporary store (its own key file, anchor and XDG directories), bou
   - **library** — ``session.save`` / ``session.search`` in this process, one thread and one session per client
     (the baseline: the same write path and the same search without HTTP);
   - **REST** — ``POST /v1/sessions/{id}/tools/{name}`` over loopback with httpx (asyncio), one agent token, one
-    session and one keep-alive connection per client.
+    session and one keep-alive connection per client;
+  - **MCP stdio** (at the concurrencies of ``--mcp-clients``) — ``memwarden mcp`` with the official MCP client,
+    one server process per client (the stdio transport serves one client), identity from ``$MEMWARDEN_TOKEN``.
+    Its saves are held for review (nobody reports the host's ingest to it): still the one write path, stored and
+    checked, but a different outcome from the other sides' accepted saves.
 
-  The library and REST cells of one (operation, concurrency) run back to back, alternating which goes first.
+  The cells of one (operation, concurrency) run back to back, rotating which side goes first.
   Each save client writes to a scope of its own (its token's); search clients share the pre-loaded scopes
   round-robin (tokens of the same scope), so every search reads a scope of ``--records`` records.
 * afterwards the server is stopped (SIGINT: graceful) and every acknowledged save — REST and library — is looked
@@ -24,11 +28,12 @@ One run, one temporary store (its own key file, anchor and XDG directories), bou
 
 Latency is per call from the caller's side (``perf_counter_ns`` around the call: for REST the whole HTTP round
 trip, queueing in the client's event loop included); throughput is completed calls per second of the cell's wall
-time. MCP over stdio and over HTTP are not measured here yet: a side is a class with ``start``/``call``/``stop``
-(see :class:`Side`), so one can be added next to REST.
+time. MCP over streamable HTTP is not measured yet: a side is a class with one ``run`` method (see
+:class:`Side`), so it can be added next to REST.
 
     .venv/bin/python benchmarks/bench_server.py [--clients 1,16,64] [--seconds 5] [--records 10000]
-                                               [--search-scopes 4] [--out FILE] [--strict]
+                                               [--search-scopes 4] [--mcp-clients 1,16] [--diagnose N]
+                                               [--out FILE] [--strict]
 """
 
 from __future__ import annotations
@@ -274,6 +279,84 @@ class RestSide:
         return cell
 
 
+class McpStdioSide:
+    """``memwarden mcp`` over stdio with the official MCP client: one server process (and so one session) per
+    client, identity from ``$MEMWARDEN_TOKEN``, started before the clock. Nobody reports the host's ingest to it,
+    so every save is held for review (``status: "review"``): acknowledged and stored, never served."""
+
+    name = "MCP stdio (1 process/client)"
+
+    def __init__(self, env: dict[str, str], db: Path, save_tokens: Sequence[tuple[str, str]],
+                 search_tokens: Sequence[tuple[str, str]]) -> None:
+        self.env, self.db = env, db
+        self.tokens = {"save": save_tokens, "search": search_tokens}
+
+    def run(self, op: str, clients: int, seconds: float, acks: Acks, seed: int) -> Cell:
+        return asyncio.run(self._run(op, clients, seconds, acks, seed))
+
+    async def _run(self, op: str, clients: int, seconds: float, acks: Acks, seed: int) -> Cell:
+        import json
+
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        cell = Cell(self.name, op, clients)
+        tool = "memory_save" if op == "save" else "memory_search"
+        ready, go, finished = [0], asyncio.Event(), [0.0]
+        all_ready = asyncio.Event()
+        deadline = [0.0]
+
+        async def client(i: int) -> None:
+            tok, user = self.tokens[op][i]
+            env = {**self.env, "MEMWARDEN_TOKEN": tok, "MEMWARDEN_URL": str(self.db)}
+            params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp"], env=env)
+            rng = random.Random(seed * 1000 + i)
+            with open(os.devnull, "w") as errlog:
+                async with (stdio_client(params, errlog=errlog) as (read, write),
+                            ClientSession(read, write) as session):
+                    await session.initialize()
+                    ready[0] += 1
+                    if ready[0] == clients:
+                        all_ready.set()
+                    await go.wait()
+                    n = 0
+                    while time.monotonic() < deadline[0]:
+                        body = ({"content": episode(rng, n), "kind": "episode"} if op == "save"
+                                else {"query": query(rng), "k": 5})
+                        t = time.perf_counter_ns()
+                        r = await session.call_tool(tool, body)
+                        took = time.perf_counter_ns() - t
+                        n += 1
+                        out = json.loads(r.content[0].text) if r.content else {}
+                        if r.is_error:
+                            code = str(out.get("error") or out.get("status") or "error")
+                            cell.errors[code] = cell.errors.get(code, 0) + 1
+                            continue
+                        if op == "save":
+                            if out.get("status") not in ("accepted", "review"):
+                                code = str(out.get("status"))
+                                cell.errors[code] = cell.errors.get(code, 0) + 1
+                                continue
+                            acks.add(user, out["id"])
+                        cell.ns.append(took)
+                    finished[0] = max(finished[0], time.monotonic())
+
+        tasks = [asyncio.create_task(client(i)) for i in range(clients)]
+        waiter = asyncio.create_task(all_ready.wait())
+        await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        if not all_ready.is_set():  # a client failed before it was ready
+            go.set()
+            await asyncio.gather(*tasks)
+            raise RuntimeError("an MCP client ended before it was ready")
+        deadline[0] = time.monotonic() + seconds
+        t0 = time.monotonic()
+        go.set()
+        await asyncio.gather(*tasks)
+        cell.wall_s = finished[0] - t0  # until the last call returned, not until the processes exited
+        cell.load = os.getloadavg()[0]
+        return cell
+
+
 @contextlib.contextmanager
 def server(db: Path, env: dict[str, str], log: Path) -> Iterator[str]:
     """The real ``memwarden serve`` on a free loopback port; stopped with SIGINT (graceful), killed if stuck."""
@@ -393,7 +476,7 @@ def preload(service: MemoryService, users: Sequence[str], records: int, seed: in
 
 def verify(service: MemoryService, acks: Acks) -> tuple[list[list[str]], bool]:
     rows, ok = [], True
-    for prefix, label in (("save-", "REST"), ("lib-save-", "library")):
+    for prefix, label in (("save-", "REST"), ("lib-save-", "library"), ("mcp-save-", "MCP stdio (held)")):
         users = sorted(u for u in acks.by_user if u.startswith(prefix))
         acked = stored = missing = extra = unverified = 0
         for user in users:
@@ -407,6 +490,8 @@ def verify(service: MemoryService, acks: Acks) -> tuple[list[list[str]], bool]:
             extra += len(have - want)
         good = missing == 0 and extra == 0 and unverified == 0 and acked == stored
         ok &= good
+        if not users:
+            continue
         rows.append([label, str(len(users)), f"{acked:,}", f"{stored:,}", str(missing), str(extra), str(unverified),
                      "PASS" if good else "FAIL"])
     return rows, ok
@@ -414,6 +499,7 @@ def verify(service: MemoryService, acks: Acks) -> tuple[list[list[str]], bool]:
 
 def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
     clients = sorted({int(c) for c in args.clients.split(",")})
+    mcp_clients = sorted({int(c) for c in args.mcp_clients.split(",") if c.strip()} & set(clients))
     top = max(clients)
     env = dict(os.environ)
     env.update({"XDG_CONFIG_HOME": str(tmp / "config"), "XDG_DATA_HOME": str(tmp / "data"),
@@ -436,12 +522,16 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
         search_tokens = [(auth.create_token(service, "agent", TENANT, user=search_users[i % len(search_users)],
                                             agent="agent", name=f"search-{i}")[0],
                           search_users[i % len(search_users)]) for i in range(top)]
+        mcp_save_tokens = [(auth.create_token(service, "agent", TENANT, user=f"mcp-save-{i}", agent="agent",
+                                              name=f"mcp-save-{i}")[0], f"mcp-save-{i}")
+                           for i in range(max(mcp_clients, default=0))]
         acks = Acks()
         cells: list[Cell] = []
         t_run = time.monotonic()
         with server(db, env, tmp / "server.log") as base:
             library: Side = LibrarySide(service, search_users)
             rest: Side = RestSide(base, save_tokens, search_tokens)
+            mcp: Side = McpStdioSide(env, db, mcp_save_tokens, search_tokens)
             for side in (library, rest):  # warm-up, untimed: imports, caches, connections
                 side.run("save", 1, 0.5, acks, seed=99)  # its saves are acknowledged: checked too
                 side.run("search", 1, 0.5, acks, seed=99)
@@ -449,6 +539,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
             for op in ("save", "search"):
                 for c in clients:
                     order = [library, rest] if k % 2 == 0 else [rest, library]
+                    if c in mcp_clients:
+                        order.insert(k % 3 if k % 3 < 2 else 2, mcp)
                     for side in order:
                         cells.append(side.run(op, c, args.seconds, acks, seed=k))
                         print(f"  {op:6} {c:3} clients  {side.name:24} {len(cells[-1].ns):7,} calls  "
@@ -485,7 +577,9 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                      ("search", f"`memory_search`, k=5, scope of {args.records:,} records")):
         rows = []
         for c in clients:
-            for side in (lib_name, rest_name):
+            for side in (lib_name, rest_name, McpStdioSide.name):
+                if side == McpStdioSide.name and c not in mcp_clients:
+                    continue
                 x = find(side, op, c)
                 errs = ", ".join(f"{k} ×{v}" for k, v in sorted(x.errors.items())) or "0"
                 rows.append([side, str(c), f"{len(x.ns):,}", f"{x.pct(0.5):.2f}", f"{x.pct(0.95):.2f}",
@@ -528,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", default="1,16,64", help="concurrent clients per cell, comma-separated")
     p.add_argument("--seconds", type=float, default=5.0, help="duration of each cell")
+    p.add_argument("--mcp-clients", default="1,16",
+                   help="the concurrencies (of --clients) also run over MCP stdio, one process per client; '' skips")
     p.add_argument("--records", type=int, default=10_000, help="records pre-loaded in each search scope")
     p.add_argument("--search-scopes", type=int, default=4, help="pre-loaded scopes the search clients share")
     p.add_argument("--seed", type=int, default=13)
