@@ -679,21 +679,31 @@ def _pieces_into(s: str, pieces: Iterable[tuple[int, int]], skeleton: bool, out:
         folded = seg.lower() if seg.isascii() else _fold_piece(seg, skeleton) if b - a <= 8 else _fold(seg, skeleton)
         for ch in folded:
             if ch.isspace():
-                if pending is None:
-                    pending = [a, b]
-                else:
-                    pending[1] = b
+                pending = _widen(pending, a, b)
                 continue
             if pending is not None:
-                if out:
-                    out.append(" ")
-                    starts.append(pending[0])
-                    ends.append(pending[1])
+                _space(out, starts, ends, pending)
                 pending = None
             out.append(ch)
             starts.append(a)
             ends.append(b)
     return pending
+
+
+def _widen(pending: list[int] | None, a: int, b: int) -> list[int]:
+    """The whitespace run waiting to become one space, grown by the original span ``a:b``."""
+    if pending is None:
+        return [a, b]
+    pending[1] = b
+    return pending
+
+
+def _space(out: list[str], starts: list[int], ends: list[int], pending: list[int]) -> None:
+    """Emit the one space a whitespace run collapses to (none before the first character: the text is stripped)."""
+    if out:
+        out.append(" ")
+        starts.append(pending[0])
+        ends.append(pending[1])
 
 
 _NON_SPACE = re.compile(r"\S+")
@@ -761,25 +771,16 @@ def _ascii_into(s: str, lo: int, hi: int, out: list[str], starts: list[int], end
     for m in _NON_SPACE.finditer(s, lo, hi):
         x, y = m.span()
         if x > pos:
-            if pending is None:
-                pending = [pos, x]
-            else:
-                pending[1] = x
+            pending = _widen(pending, pos, x)
         if pending is not None:
-            if out:
-                out.append(" ")
-                starts.append(pending[0])
-                ends.append(pending[1])
+            _space(out, starts, ends, pending)
             pending = None
         out.append(s[x:y].lower())
         starts.extend(range(x, y))
         ends.extend(range(x + 1, y + 1))
         pos = y
     if pos < hi:
-        if pending is None:
-            pending = [pos, hi]
-        else:
-            pending[1] = hi
+        pending = _widen(pending, pos, hi)
     return pending
 
 
