@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import httpx
 
 with warnings.catch_warnings():  # starlette's TestClient warns that it prefers httpx2; httpx is what we pin
     warnings.simplefilter("ignore")
@@ -46,3 +53,30 @@ def make_api(service: MemoryService, config: ServerConfig | None = None) -> Api:
         tokens[name], _ = auth.create_token(service, role, tenant, user=user, agent=agent, name=name)
     client = TestClient(create_app(service, config), raise_server_exceptions=False)
     return Api(client, service, tokens)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(db: Path, env: dict[str, str], *, capture: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """The real ``memwarden serve`` on ``db`` on a free loopback port, once ``/healthz`` answers (30 s at most):
+    the process (its output in ``stdout`` with ``capture``, else discarded) and its base URL. The caller stops it."""
+    port = free_port()
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "memwarden", "serve", "--port", str(port), "--db", str(db)],
+                            env=env, stdout=out, stderr=subprocess.STDOUT if capture else subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() >= deadline:
+            proc.kill()
+            raise AssertionError("server did not start")
+        time.sleep(0.1)

@@ -13,10 +13,6 @@ import json
 import os
 import secrets
 import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 import memwarden
 from memwarden import auth
 from memwarden.mcp_server import PROMPT_NAME, RESOURCE_URI
+from rest_helpers import start_serve
 
 A = memwarden.Scope(tenant="acme", user="u-a", agent="support")
 B = memwarden.Scope(tenant="acme", user="u-b", agent="support")
@@ -61,12 +58,6 @@ class Server:
         return f"{self.base}/mcp"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("mcphttp")
@@ -93,20 +84,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                     r = s.save(text, kind="preference")
                     assert r.status == "accepted" and r.id, r.message
                     seeded[name] = r.id
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "memwarden", "serve", "--port", str(port), "--db", str(db)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_serve(db, env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
         yield Server(base, db, {k: env[k] for k in ENV_KEYS}, tokens, seeded)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,32 +15,15 @@ from typer.testing import CliRunner
 
 import memwarden
 from memwarden import auth
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from rest_helpers import start_serve
 
 
 def test_serve_over_http_P1_T1_and_graceful_shutdown(db_path: Path) -> None:
     with memwarden.open(db_path) as svc:
         agent, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot")
         operator, _ = auth.create_token(svc, "operator", "acme")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "memwarden", "serve", "--port", str(port), "--db", str(db_path)],
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_serve(db_path, os.environ.copy(), capture=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {agent}"}, timeout=10) as c:
             assert c.get("/readyz").status_code == 200
             s = c.post("/v1/sessions").json()

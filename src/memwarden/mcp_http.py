@@ -45,6 +45,7 @@ from memwarden import auth, mcp_server
 from memwarden.auth import AGENT, AuthError, Principal
 from memwarden.errors import RateLimited
 from memwarden.scope import Scope
+from memwarden.session import close_all, close_quietly
 from memwarden.tools import WRITE_TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -128,25 +129,13 @@ class TokenSessions:
                     self._service, identity, UNREPORTED_INGEST_SOURCE))
             held.last_used = time.monotonic()
         for h in gone:
-            _close(h.session)
+            close_quietly(h.session)
         with held.lock:
             held.last_used = time.monotonic()
             return fn(held.session)
 
     def close_all(self) -> None:
-        with self._lock:
-            gone = list(self._held.values())
-            self._held.clear()
-        for h in gone:
-            with h.lock:
-                _close(h.session)
-
-
-def _close(session: Session) -> None:
-    try:
-        session.close()
-    except Exception:  # a session that cannot be ended is logged; the server carries on
-        log.exception("closing MCP session %s failed", session.id)
+        close_all(self._lock, self._held)
 
 
 @dataclass

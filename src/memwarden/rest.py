@@ -39,7 +39,7 @@ from memwarden.problems import MEDIA_TYPE, from_dict, from_error, problem
 from memwarden.records import Record, SourceType
 from memwarden.scope import Scope
 from memwarden.service import ALL_AGENTS, Checked, Context, MemoryService
-from memwarden.session import Session
+from memwarden.session import Session, close_all, close_quietly
 from memwarden.tools import TOOL_NAMES, WRITE_TOOL_NAMES
 
 log = logging.getLogger("memwarden.rest")
@@ -105,7 +105,7 @@ class Sessions:
             total = len(self._held)
             mine = sum(h.token_id == token_id for h in self._held.values())
         for h in gone:
-            _close(h.session)
+            close_quietly(h.session)
         if total >= self._config.max_sessions or mine >= self._config.max_sessions_per_token:
             raise _Limited("too many live sessions for this token or server; end one (DELETE /v1/sessions/{id}) "
                            "and retry", retry_after=int(self._config.session_idle_seconds))
@@ -127,22 +127,10 @@ class Sessions:
         with self.use(session_id, principal) as s:
             with self._lock:
                 self._held.pop(session_id, None)
-            _close(s)
+            close_quietly(s)
 
     def close_all(self) -> None:
-        with self._lock:
-            gone = list(self._held.values())
-            self._held.clear()
-        for h in gone:
-            with h.lock:
-                _close(h.session)
-
-
-def _close(session: Session) -> None:
-    try:
-        session.close()
-    except Exception:  # a session that cannot be ended is logged; the server carries on
-        log.exception("closing session %s failed", session.id)
+        close_all(self._lock, self._held)
 
 
 class _Limited(RateLimited):

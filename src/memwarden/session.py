@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -347,3 +349,25 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+log = logging.getLogger("memwarden.session")
+
+
+def close_quietly(session: Session) -> None:
+    """End ``session``; a failure is logged, never raised (a server ending many sessions carries on)."""
+    try:
+        session.close()
+    except Exception:
+        log.exception("closing session %s failed", session.id)
+
+
+def close_all(lock: threading.Lock, held: MutableMapping[Any, Any]) -> None:
+    """End every session a server's registry holds (``held``: entries with ``.session`` and their own
+    ``.lock``, guarded by ``lock``) and empty it; each is ended under its own lock, after any call in flight."""
+    with lock:
+        gone = list(held.values())
+        held.clear()
+    for h in gone:
+        with h.lock:
+            close_quietly(h.session)
