@@ -1423,6 +1423,15 @@ def demo(ctx: typer.Context) -> None:
 SERVER_HINT = "memwarden serve needs the server extra: pip install 'memwarden[server]'"
 
 
+_OAUTH = "External OAuth issuer (JWT access tokens)"
+_LIMITS = "Logs, limits and timeouts"
+
+
+class LogFormat(StrEnum):
+    json = "json"
+    text = "text"
+
+
 @app.command()
 def serve(
     ctx: typer.Context,
@@ -1439,20 +1448,91 @@ def serve(
                                  help="Base URL clients reach the server at, e.g. behind a TLS proxy "
                                       "(default: http://<host>:<port>); the MCP resource is <url>/mcp.")
     ] = None,
+    oauth_issuer: Annotated[
+        str | None, typer.Option(envvar="MEMWARDEN_OAUTH_ISSUER", show_default=False, rich_help_panel=_OAUTH,
+                                 help="Also accept JWT access tokens of this issuer (its exact `iss`).")
+    ] = None,
+    oauth_audience: Annotated[
+        str | None, typer.Option(envvar="MEMWARDEN_OAUTH_AUDIENCE", show_default=False, rich_help_panel=_OAUTH,
+                                 help="The `aud` a token must contain (default: the MCP resource URL, "
+                                      "<public url>/mcp).")
+    ] = None,
+    oauth_jwks: Annotated[
+        str | None, typer.Option(envvar="MEMWARDEN_OAUTH_JWKS", show_default=False, rich_help_panel=_OAUTH,
+                                 help="The issuer's JWK Set: a URL or a file (default: the jwks_uri of the "
+                                      "issuer's metadata).")
+    ] = None,
+    oauth_algorithms: Annotated[
+        str, typer.Option(envvar="MEMWARDEN_OAUTH_ALGORITHMS", rich_help_panel=_OAUTH,
+                          help="Accepted signature algorithms, comma-separated (asymmetric only).")
+    ] = "RS256,PS256,ES256,EdDSA",
+    oauth_tenant_claim: Annotated[
+        str, typer.Option(envvar="MEMWARDEN_OAUTH_TENANT_CLAIM", rich_help_panel=_OAUTH,
+                          help="Claim naming the tenant (comma-separated: the first present).")
+    ] = "tenant",
+    oauth_user_claim: Annotated[
+        str, typer.Option(envvar="MEMWARDEN_OAUTH_USER_CLAIM", rich_help_panel=_OAUTH,
+                          help="Claim naming the user.")
+    ] = "sub",
+    oauth_agent_claim: Annotated[
+        str, typer.Option(envvar="MEMWARDEN_OAUTH_AGENT_CLAIM", rich_help_panel=_OAUTH,
+                          help="Claim naming the agent.")
+    ] = "client_id,azp",
+    oauth_operator_scope: Annotated[
+        str | None, typer.Option(envvar="MEMWARDEN_OAUTH_OPERATOR_SCOPE", show_default=False,
+                                 rich_help_panel=_OAUTH,
+                                 help="A token whose scope holds this is an operator of its tenant (default: "
+                                      "none is; every token of the issuer is an agent).")
+    ] = None,
+    memwarden_tokens: Annotated[
+        bool, typer.Option("--memwarden-tokens/--no-memwarden-tokens", envvar="MEMWARDEN_OWN_TOKENS",
+                           rich_help_panel=_OAUTH,
+                           help="Accept memwarden's own tokens (`memwarden token create`) too.")
+    ] = True,
+    log_format: Annotated[
+        LogFormat | None, typer.Option(envvar="MEMWARDEN_LOG_FORMAT", show_default=False, rich_help_panel=_LIMITS,
+                                       help="Log lines on stderr (default: text at a terminal, else json).")
+    ] = None,
+    keep_alive_timeout: Annotated[
+        int, typer.Option(min=1, max=3600, rich_help_panel=_LIMITS,
+                          help="Seconds an idle keep-alive connection stays open.")
+    ] = 5,
+    body_timeout: Annotated[
+        float, typer.Option(min=0, max=3600, rich_help_panel=_LIMITS,
+                            help="Seconds a request has to send its body before 408 (0: no limit).")
+    ] = 30.0,
+    shutdown_timeout: Annotated[
+        int, typer.Option(min=0, max=3600, rich_help_panel=_LIMITS,
+                          help="On SIGINT/SIGTERM, seconds requests in flight get to finish.")
+    ] = 30,
 ) -> None:
     """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) and MCP over streamable HTTP at
     /mcp until Ctrl-C.
 
-    Agents call it with an agent token, operators with an operator token (`memwarden token create`); see
-    docs/server.md."""
+    Agents call it with an agent token, operators with an operator token (`memwarden token create`), or with
+    access tokens of an external OAuth issuer (--oauth-issuer); see docs/server.md."""
     try:
-        from memwarden import rest
+        from memwarden import oauth, rest
     except ImportError as exc:
         raise CliError(f"{SERVER_HINT} ({exc.name or exc} is missing)") from None
+    issuer_config = None
+    if oauth_issuer:
+        issuer_config = oauth.OAuthConfig(
+            oauth_issuer, audience=oauth_audience, jwks=oauth_jwks,
+            algorithms=tuple(a.strip() for a in oauth_algorithms.split(",") if a.strip()),
+            tenant_claim=oauth_tenant_claim, user_claim=oauth_user_claim, agent_claim=oauth_agent_claim,
+            operator_scope=oauth_operator_scope)
+    elif oauth_audience or oauth_jwks or oauth_operator_scope:
+        raise CliError("--oauth-audience, --oauth-jwks and --oauth-operator-scope need --oauth-issuer", EXIT_USAGE)
+    if not memwarden_tokens and issuer_config is None:
+        raise CliError("--no-memwarden-tokens needs --oauth-issuer (else no token would be accepted)", EXIT_USAGE)
     state = _state(ctx)
     if db is not None:
         state.url = db
-    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate, public_url=public_url))
+    config = rest.ServerConfig(write_rate=write_rate, public_url=public_url, oauth=issuer_config,
+                               memwarden_tokens=memwarden_tokens, keep_alive_timeout=keep_alive_timeout,
+                               body_timeout=body_timeout, shutdown_timeout=shutdown_timeout)
+    rest.serve(state.service(), host, port, config=config, log_format=log_format.value if log_format else None)
 
 
 # --- scan ---------------------------------------------------------------------------------------------------

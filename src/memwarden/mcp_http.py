@@ -41,7 +41,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from memwarden import auth, mcp_server
+from memwarden import mcp_server, oauth
 from memwarden.auth import AGENT, AuthError, Principal
 from memwarden.errors import RateLimited
 from memwarden.scope import Scope
@@ -64,30 +64,39 @@ INSTRUCTIONS = mcp_server.INSTRUCTIONS.replace(  # one server for every token: t
 
 
 class MemwardenTokenVerifier:
-    """The SDK's ``TokenVerifier`` for memwarden's own bearer tokens (``memwarden token create``).
+    """The SDK's ``TokenVerifier`` for the server's credentials (:class:`memwarden.oauth.Authenticator`):
+    memwarden's own bearer tokens (``memwarden token create``) and, when configured, JWT access tokens of an
+    external issuer.
 
-    A token is live only if :func:`memwarden.auth.authenticate` says so (its signed row exists, verifies and is not
-    revoked); otherwise ``None`` and the SDK answers 401. What is checked for the audience: the SDK passes only the
-    token string, and a memwarden token carries no audience claim; it is an HMAC under this store's signing key,
-    so it is valid for this store and no other — that is its audience. The ``AccessToken`` names this server's
-    ``/mcp`` URL as its ``resource`` for the record; the SDK's own resource comparison is off
-    (``validate_token_resource=False``) because it would compare that value with itself.
+    A memwarden token is live only if :func:`memwarden.auth.authenticate` says so (its signed row exists, verifies
+    and is not revoked); otherwise ``None`` and the SDK answers 401. What is checked for the audience: the SDK
+    passes only the token string, and a memwarden token carries no audience claim; it is an HMAC under this
+    store's signing key, so it is valid for this store and no other — that is its audience. A JWT's ``aud`` must
+    contain the configured audience (:mod:`memwarden.oauth`). The ``AccessToken`` names this server's ``/mcp`` URL
+    as its ``resource`` for the record; the SDK's own resource comparison is off (``validate_token_resource=False``)
+    because the verifier has checked the audience itself.
     """
 
-    def __init__(self, service: MemoryService, resource_url: str, issuer_url: str) -> None:
-        self._service, self.resource_url, self.issuer_url = service, resource_url, issuer_url
+    def __init__(self, authenticator: oauth.Authenticator, resource_url: str, issuer_url: str) -> None:
+        self._authenticator, self.resource_url, self.issuer_url = authenticator, resource_url, issuer_url
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            who = await anyio.to_thread.run_sync(auth.authenticate, self._service, token)
+            found = await anyio.to_thread.run_sync(self._authenticator.verify, token)
         except AuthError as exc:
             log.info("MCP request refused: %s", exc)
+            oauth.note_refusal(str(exc))
             return None
+        who = found.principal
+        kind = "memwarden-token" if found.issuer is None else "oauth"
+        # a JWT's expires_at is the last second this server accepts it (its exp plus the configured leeway)
+        leeway = int(self._authenticator.jwt.config.leeway) if self._authenticator.jwt is not None else 0
         return AccessToken(
-            token=token, client_id=f"memwarden-token:{who.token_id}",
-            scopes=[AGENT_SCOPE if who.role == AGENT else OPERATOR_SCOPE], expires_at=None,
+            token=token, client_id=f"{kind}:{who.token_id}",
+            scopes=[AGENT_SCOPE if who.role == AGENT else OPERATOR_SCOPE],
+            expires_at=None if found.expires_at is None else found.expires_at + leeway,
             resource=self.resource_url, subject=who.token_id,
-            claims={"iss": self.issuer_url, "memwarden": who.to_dict()})
+            claims={"iss": found.issuer or self.issuer_url, "memwarden": who.to_dict()})
 
 
 def _principal() -> Principal:
@@ -149,12 +158,21 @@ class McpHttp:
     metadata_url: str
 
 
+def resource_url_of(public_url: str) -> str:
+    """The MCP resource's URL (RFC 9728 ``resource``; the default audience of external tokens)."""
+    return f"{public_url.rstrip('/')}{MCP_PATH}"
+
+
 def build(service: MemoryService, *, public_url: str, host: str, idle_seconds: float, max_body_bytes: int,
-          take_write: Callable[[str], None]) -> McpHttp:
+          take_write: Callable[[str], None], authenticator: oauth.Authenticator | None = None) -> McpHttp:
     """The MCP endpoint over ``service``. ``public_url`` is the server's base URL as clients reach it (the
-    resource is ``<public_url>/mcp``); ``take_write(token_id)`` is the server's per-token write limit."""
+    resource is ``<public_url>/mcp``); ``take_write(token_id)`` is the server's per-token write limit;
+    ``authenticator`` the credentials it accepts (default: memwarden tokens). The metadata's
+    ``authorization_servers`` names the external issuer when one is configured, else this server."""
     base = public_url.rstrip("/")
-    resource_url = f"{base}{MCP_PATH}"
+    resource_url = resource_url_of(base)
+    authenticator = authenticator or oauth.Authenticator(service)
+    issuer = authenticator.jwt.config.issuer if authenticator.jwt is not None else base
     sessions = TokenSessions(service, idle_seconds)
 
     async def use(fn: Callable[[Session], Any]) -> Any:
@@ -171,8 +189,8 @@ def build(service: MemoryService, *, public_url: str, host: str, idle_seconds: f
         return None
 
     server = mcp_server.build_server(use, instructions=INSTRUCTIONS, admit=admit)
-    verifier = MemwardenTokenVerifier(service, resource_url, base)
-    settings = AuthSettings(issuer_url=base, resource_server_url=resource_url,  # type: ignore[arg-type]
+    verifier = MemwardenTokenVerifier(authenticator, resource_url, base)
+    settings = AuthSettings(issuer_url=issuer, resource_server_url=resource_url,  # type: ignore[arg-type]
                             required_scopes=[AGENT_SCOPE], validate_token_resource=False)
     app: Starlette = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, auth=settings,
@@ -181,7 +199,8 @@ def build(service: MemoryService, *, public_url: str, host: str, idle_seconds: f
     paths = [r.path for r in app.routes if isinstance(r, Route)]
     metadata_path = next(p for p in paths if p.startswith("/.well-known/oauth-protected-resource"))
     # The sub-app routes by the full path and applies the SDK's auth middleware; the outer app lists each path.
-    routes = [Route(p, endpoint=app, include_in_schema=False) for p in paths]
+    explained = oauth.ExplainRefusals(app)  # a 401 says why the token was refused
+    routes = [Route(p, endpoint=explained, include_in_schema=False) for p in paths]
     return McpHttp(routes, server.session_manager, sessions, resource_url, f"{base}{metadata_path}")
 
 

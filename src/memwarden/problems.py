@@ -22,6 +22,7 @@ CODES: dict[str, tuple[int, str]] = {
     "held_for_review": (403, "Held for review"),
     "not_found": (404, "Not found"),
     "method_not_allowed": (405, "Method not allowed"),
+    "request_timeout": (408, "Request timeout"),
     "version_conflict": (409, "Version conflict"),
     "capacity_exceeded": (409, "Capacity exceeded"),
     "payload_too_large": (413, "Payload too large"),

@@ -31,10 +31,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memwarden import audit, auth, mcp_http, review
+from memwarden import audit, logs, mcp_http, oauth, review, serving
 from memwarden.auth import AGENT, OPERATOR, AuthError, Principal
 from memwarden.errors import Forbidden, InvalidInput, MemwardenError, NotFound, RateLimited
 from memwarden.ids import new_id
+from memwarden.oauth import OAuthConfig
 from memwarden.problems import MEDIA_TYPE, from_dict, from_error, problem
 from memwarden.records import Record, SourceType
 from memwarden.scope import Scope
@@ -67,6 +68,11 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8750
     public_url: str | None = None  # the base URL clients reach (behind a proxy); default http://<host>:<port>
+    oauth: OAuthConfig | None = None  # an external issuer whose JWTs are accepted too (memwarden.oauth)
+    memwarden_tokens: bool = True  # False: only the external issuer's tokens
+    keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open (memwarden.serving)
+    body_timeout: float = 30.0  # seconds a request has to deliver its body (408 after that; 0: no limit)
+    shutdown_timeout: int = 30  # seconds in-flight requests get to finish on SIGINT/SIGTERM
 
     @property
     def base_url(self) -> str:
@@ -265,7 +271,8 @@ _COMMON = {400: _problem_doc("Invalid input"), 401: _problem_doc("Missing or ref
 
 # --- auth (module level: FastAPI resolves these annotations from the module) --------------------------------
 
-_bearer = HTTPBearer(auto_error=False, description="A memwarden token (`memwarden token create`).")
+_bearer = HTTPBearer(auto_error=False, description="A memwarden token (`memwarden token create`), or an access "
+                                                   "token of the configured OAuth issuer.")
 
 
 def _principal(request: Request,
@@ -273,7 +280,7 @@ def _principal(request: Request,
     if creds is None:
         raise AuthError("this route needs `Authorization: Bearer <memwarden token>` "
                         "(create one with `memwarden token create`)")
-    return auth.authenticate(request.app.state.service, creds.credentials)
+    return request.app.state.authenticator.authenticate(creds.credentials)  # type: ignore[no-any-return]
 
 
 def _agent(who: Annotated[Principal, Depends(_principal)]) -> Principal:
@@ -307,9 +314,11 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     config = config or ServerConfig()
     sessions = Sessions(config)
     limiter = WriteLimiter(config.write_rate, config.write_window)
+    authenticator = oauth.authenticator_for(service, config.oauth, memwarden_tokens=config.memwarden_tokens,
+                                            resource_url=mcp_http.resource_url_of(config.base_url))
     mcp = mcp_http.build(service, public_url=config.base_url, host=config.host,
                          idle_seconds=config.session_idle_seconds, max_body_bytes=config.max_body_bytes,
-                         take_write=limiter.take)
+                         take_write=limiter.take, authenticator=authenticator)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
@@ -326,13 +335,17 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     app.state.sessions = sessions
     app.state.service = service
     app.state.mcp = mcp
+    app.state.authenticator = authenticator
     app.router.routes.extend(mcp.routes)  # MCP over streamable HTTP at /mcp and its RFC 9728 metadata
 
     # -- errors --
 
     @app.exception_handler(MemwardenError)
     async def _memwarden_error(_req: Request, exc: MemwardenError) -> JSONResponse:
-        return _problem_response(from_error(exc), exc)
+        response = _problem_response(from_error(exc), exc)
+        if isinstance(exc, AuthError):  # RFC 6750 §3 with the RFC 9728 metadata URL, as /mcp answers
+            response.headers["WWW-Authenticate"] = oauth.challenge(str(exc), mcp.metadata_url)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
@@ -529,7 +542,9 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
         return {"ok": not problems, "last_seq": head_seq, "problems": problems}
 
     app.add_middleware(_BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(serving.BodyDeadline, seconds=config.body_timeout)  # 408 for a body that does not arrive
     app.add_middleware(_CatchAll)
+    app.add_middleware(logs.AccessLog)  # one log line per request, never a body or a token (memwarden.logs)
     return app
 
 
@@ -672,11 +687,9 @@ def routes(app: FastAPI) -> list[APIRoute]:
 
 
 def serve(service: MemoryService, host: str, port: int, *, config: ServerConfig | None = None,
-          log_level: str = "info") -> None:
-    """Serve the API over ``service`` until interrupted: uvicorn finishes in-flight requests on SIGINT/SIGTERM
-    (up to 30 s), then the live sessions are ended. The caller closes the store."""
-    import uvicorn
-
+          log_format: str | None = None) -> None:
+    """Serve the API over ``service`` until SIGINT/SIGTERM (:func:`memwarden.serving.run`: in-flight requests
+    finish within ``config.shutdown_timeout``, then the live sessions are ended). The caller closes the store."""
     config = replace(config or ServerConfig(), host=host, port=port)
-    uvicorn.run(create_app(service, config), host=host, port=port, log_level=log_level,
-                timeout_graceful_shutdown=30)
+    app = create_app(service, config)
+    serving.run(app, config, log_format=log_format, describe={"auth": app.state.authenticator.describe()})
