@@ -114,3 +114,36 @@ def serve_issuer(audience: str) -> Iterator[Issuer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def _forged(issuer: Issuer) -> str:
+    stranger = rsa.generate_private_key(65537, 2048)
+    return issuer.token(key=stranger)  # right kid, another key
+
+
+REFUSED = {
+    "forged_signature": (_forged, "signature does not verify"),
+    "tampered_claims": (lambda i: _swap_claims(i.token(), tenant="globex"), "signature does not verify"),
+    "wrong_issuer": (lambda i: i.token(iss="https://evil.example"), "issuer is not"),
+    "wrong_audience": (lambda i: i.token(aud="https://other.example/mcp"), "audience does not include"),
+    "expired": (lambda i: i.token(exp=int(time.time()) - 120), "expired"),
+    "not_yet_valid": (lambda i: i.token(nbf=int(time.time()) + 600), "not valid yet"),
+    "no_exp": (lambda i: i.token(exp=None), "no exp claim"),
+    "alg_none": (lambda i: i.unsigned(), "algorithm 'none' is not accepted"),
+    "hs256_with_public_key": (lambda i: i.hs256_with_public_key(), "algorithm 'HS256' is not accepted"),
+    "alg_not_matching_key": (lambda i: i.token(alg="ES256", kid="rsa-1"), "no signing key of the issuer fits"),
+    "unknown_kid": (lambda i: i.token(kid="nope"), "no signing key of the issuer fits"),
+    "missing_tenant": (lambda i: i.token(tenant=None), "no tenant claim"),
+    "missing_user": (lambda i: i.token(sub=None), "no user claim"),
+    "missing_agent": (lambda i: i.token(client_id=None), "no agent claim"),
+    "non_string_tenant": (lambda i: i.token(tenant=42), "tenant claim (tenant) is not a string"),
+    "invisible_identity": (lambda i: i.token(sub="u\u200bjwt"), "not a memwarden identity"),
+    "garbage": (lambda _i: "a.b.c", "not a well-formed JWT"),
+}
+
+
+def _swap_claims(token: str, **changes: Any) -> str:
+    head, body, sig = token.split(".")
+    claims = jwt.utils.base64url_decode(body.encode())
+    new = {**json.loads(claims), **changes}
+    return ".".join((head, jwt.utils.base64url_encode(json.dumps(new).encode()).decode(), sig))

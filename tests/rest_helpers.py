@@ -7,9 +7,10 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -61,13 +62,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_serve(db: Path, env: dict[str, str], *, capture: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(db: Path, env: dict[str, str], *, capture: bool = False, args: Sequence[str] = (),
+                output: IO[bytes] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """The real ``memwarden serve`` on ``db`` on a free loopback port, once ``/healthz`` answers (30 s at most):
-    the process (its output in ``stdout`` with ``capture``, else discarded) and its base URL. The caller stops it."""
+    the process (its output in ``stdout`` with ``capture``, or written to ``output``, else discarded) and its base
+    URL. ``args`` are more ``serve`` options. The caller stops it."""
     port = free_port()
-    out = subprocess.PIPE if capture else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-m", "memwarden", "serve", "--port", str(port), "--db", str(db)],
-                            env=env, stdout=out, stderr=subprocess.STDOUT if capture else subprocess.DEVNULL)
+    out: int | IO[bytes] = output if output is not None else subprocess.PIPE if capture else subprocess.DEVNULL
+    err: int | IO[bytes] = subprocess.STDOUT if capture or output is not None else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "memwarden", "serve", "--port", str(port), "--db", str(db),
+                             *args], env=env, stdout=out, stderr=err)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:

@@ -4,15 +4,12 @@ the REST app over a JWKS file; over the wire with the official MCP client: test_
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from memwarden import auth
 from memwarden.auth import AGENT, OPERATOR, AuthError
@@ -21,7 +18,7 @@ from memwarden.jwks import JwksSource, KeysUnavailable, discover_jwks_uri, metad
 from memwarden.oauth import Authenticator, JwtVerifier, OAuthConfig
 from memwarden.rest import ServerConfig, routes
 from memwarden.service import ALL_AGENTS, MemoryService
-from oauth_helpers import Issuer
+from oauth_helpers import REFUSED, Issuer
 from rest_helpers import Api, make_api
 
 ISSUER = "https://idp.example.com/realms/acme"
@@ -50,39 +47,6 @@ def test_i13_good_token_maps_claims_to_an_agent_principal_S2(issuer: Issuer) -> 
     assert v.verify(issuer.token(aud=["other", AUDIENCE])).principal == who  # aud is a list holding ours
     other = v.verify(issuer.token(client_id="laptop")).principal
     assert other.agent == "laptop" and other.token_id != who.token_id
-
-
-def _forged(issuer: Issuer) -> str:
-    stranger = rsa.generate_private_key(65537, 2048)
-    return issuer.token(key=stranger)  # right kid, another key
-
-
-REFUSED = {
-    "forged_signature": (_forged, "signature does not verify"),
-    "tampered_claims": (lambda i: _swap_claims(i.token(), tenant="globex"), "signature does not verify"),
-    "wrong_issuer": (lambda i: i.token(iss="https://evil.example"), "issuer is not"),
-    "wrong_audience": (lambda i: i.token(aud="https://other.example/mcp"), "audience does not include"),
-    "expired": (lambda i: i.token(exp=int(time.time()) - 120), "expired"),
-    "not_yet_valid": (lambda i: i.token(nbf=int(time.time()) + 600), "not valid yet"),
-    "no_exp": (lambda i: i.token(exp=None), "no exp claim"),
-    "alg_none": (lambda i: i.unsigned(), "algorithm 'none' is not accepted"),
-    "hs256_with_public_key": (lambda i: i.hs256_with_public_key(), "algorithm 'HS256' is not accepted"),
-    "alg_not_matching_key": (lambda i: i.token(alg="ES256", kid="rsa-1"), "no signing key of the issuer fits"),
-    "unknown_kid": (lambda i: i.token(kid="nope"), "no signing key of the issuer fits"),
-    "missing_tenant": (lambda i: i.token(tenant=None), "no tenant claim"),
-    "missing_user": (lambda i: i.token(sub=None), "no user claim"),
-    "missing_agent": (lambda i: i.token(client_id=None), "no agent claim"),
-    "non_string_tenant": (lambda i: i.token(tenant=42), "tenant claim (tenant) is not a string"),
-    "invisible_identity": (lambda i: i.token(sub="u\u200bjwt"), "not a memwarden identity"),
-    "garbage": (lambda _i: "a.b.c", "not a well-formed JWT"),
-}
-
-
-def _swap_claims(token: str, **changes: Any) -> str:
-    head, body, sig = token.split(".")
-    claims = jwt.utils.base64url_decode(body.encode())
-    new = {**json.loads(claims), **changes}
-    return ".".join((head, jwt.utils.base64url_encode(json.dumps(new).encode()).decode(), sig))
 
 
 @pytest.mark.parametrize("case", list(REFUSED))
