@@ -269,3 +269,28 @@ def test_T3_agent_jwt_cannot_reach_any_operator_route(oauth_api: tuple[Api, Issu
     other_tenant_op = _bearer(issuer.token(scope="memwarden:operator", tenant="globex"))
     assert api.client.get("/v1/users/u-jwt/beliefs", headers=other_tenant_op).json()["count"] == 0
     assert api.client.post("/v1/sessions", headers=op).status_code == 403  # an operator is not an agent
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (["--oauth-issuer", "http://idp.example.com"], 1, "https URL"),
+    (["--oauth-issuer", "https://idp.example.com", "--oauth-algorithms", "RS256,HS256"], 1, "asymmetric"),
+    (["--oauth-issuer", "https://idp.example.com", "--oauth-jwks", "/nonexistent/jwks.json"], 1,
+     "cannot read the JWK Set file"),
+    (["--no-memwarden-tokens"], 2, "needs --oauth-issuer"),
+    (["--oauth-audience", "x"], 2, "need --oauth-issuer"),
+])
+def test_i13_serve_refuses_a_bad_issuer_configuration_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                   args: list[str], code: int, says: str) -> None:
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from memwarden import cli
+
+    def never(*_a: object, **_k: object) -> None:
+        raise AssertionError("the server must not start with a bad configuration")
+
+    monkeypatch.setattr(uvicorn.Server, "run", never)
+    result = CliRunner().invoke(cli.app, ["serve", *args])
+    assert result.exit_code == code, result.output
+    out = result.output.strip()
+    assert out.count("\n") <= 1 and says in out and "Traceback" not in out  # (a new-store note may precede it)

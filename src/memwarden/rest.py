@@ -691,5 +691,6 @@ def serve(service: MemoryService, host: str, port: int, *, config: ServerConfig 
     """Serve the API over ``service`` until SIGINT/SIGTERM (:func:`memwarden.serving.run`: in-flight requests
     finish within ``config.shutdown_timeout``, then the live sessions are ended). The caller closes the store."""
     config = replace(config or ServerConfig(), host=host, port=port)
+    fmt = logs.configure(log_format)  # before the app: its start-up warnings go to the same log
     app = create_app(service, config)
-    serving.run(app, config, log_format=log_format, describe={"auth": app.state.authenticator.describe()})
+    serving.run(app, config, log_format=fmt, describe={"auth": app.state.authenticator.describe()})

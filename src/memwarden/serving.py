@@ -84,12 +84,12 @@ class BodyDeadline:
                 await send({"type": "http.response.body", "body": raw})
 
 
-def run(app: FastAPI, config: ServerConfig, *, log_format: str | None = None, describe: dict[str, Any] | None = None
-        ) -> None:
-    """Serve ``app`` on ``config.host:config.port`` until SIGINT/SIGTERM, as the module docstring says."""
+def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[str, Any] | None = None) -> None:
+    """Serve ``app`` on ``config.host:config.port`` until SIGINT/SIGTERM, as the module docstring says. The caller
+    has configured logging (:func:`memwarden.logs.configure`, whose format is ``log_format``)."""
     import uvicorn
 
-    fmt = logs.configure(log_format)
+    fmt = log_format
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
