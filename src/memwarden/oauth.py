@@ -27,7 +27,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import jwt
@@ -100,7 +100,7 @@ class Verified:
     principal: Principal
     issuer: str | None = None
     expires_at: int | None = None
-    scopes: tuple[str, ...] = field(default=())
+    scopes: tuple[str, ...] = ()
 
 
 def _fits(key: dict[str, Any], alg: str) -> bool:
