@@ -290,6 +290,28 @@ class _Reader:
         self._stop.set()
 
 
+def test_export_failing_mid_stream_is_an_incomplete_response_never_a_short_file(
+        store: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = make_api(store)
+    _save(a, "agent_a", "User likes tea", "User likes jazz", "User likes rain")
+    monkeypatch.setattr(transfer, "EXPORT_PAGE", 1)
+    real, calls = MemoryService.operator_page, []
+
+    def failing(self: MemoryService, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk went away")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryService, "operator_page", failing)
+    got: list[str] = []
+    with _serving(a.client.app) as base, httpx.Client(base_url=base, timeout=10) as c, \
+            pytest.raises(httpx.RemoteProtocolError), c.stream("GET", "/v1/export", headers=a.h("op")) as r:
+        assert r.status_code == 200
+        got.extend(r.iter_lines())
+    assert len(got) <= 1  # the first page, then the connection ends without the final chunk
+
+
 def test_A3_events_arrive_live_and_the_stream_ends_on_shutdown(store: MemoryService) -> None:
     # polls and heartbeats 60 s apart: only the in-process doorbell can deliver an event within the 5 s waited
     a = make_api(store, ServerConfig(stream_poll=60, stream_heartbeat=60))
