@@ -79,7 +79,7 @@ class StreamLimits:
     retry_ms: int = 2000  # the reconnection delay the stream asks clients for
 
 
-class StreamsClosed(RateLimited):
+class StreamRefused(RateLimited):
     """A stream refused while the server shuts down or past the stream limits (429, ``Retry-After``)."""
 
     def __init__(self, message: str, retry_after: int) -> None:
@@ -111,9 +111,9 @@ class EventStreams:
         """Count one more stream of ``token_id``, or refuse it (429) past a limit or during shutdown."""
         with self._lock:
             if self._closing.is_set():
-                raise StreamsClosed("the server is shutting down; reconnect in a moment", retry_after=5)
+                raise StreamRefused("the server is shutting down; reconnect in a moment", retry_after=5)
             if sum(self._open.values()) >= self.limits.total or self._open.get(token_id, 0) >= self.limits.per_token:
-                raise StreamsClosed(f"too many open event streams (at most {self.limits.per_token} per token and "
+                raise StreamRefused(f"too many open event streams (at most {self.limits.per_token} per token and "
                                     f"{self.limits.total} per server); close one and retry", retry_after=5)
             self._open[token_id] = self._open.get(token_id, 0) + 1
             if self._unsubscribe is None:  # the bus is rung only while someone listens
