@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP_RUN): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[server]'
 	@touch $@
 
 $(STAMP_DEV): $(BIN)/python pyproject.toml
@@ -20,7 +20,7 @@ $(STAMP_DEV): $(BIN)/python pyproject.toml
 	@touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)
-	$(BIN)/memwarden demo
+	$(BIN)/memwarden quickstart
 
 test: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks

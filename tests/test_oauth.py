@@ -294,3 +294,15 @@ def test_i13_serve_refuses_a_bad_issuer_configuration_in_one_line(monkeypatch: p
     assert result.exit_code == code, result.output
     out = result.output.strip()
     assert out.count("\n") <= 1 and says in out and "Traceback" not in out  # (a new-store note may precede it)
+
+
+def test_A3_event_stream_rechecks_an_operator_jwt_each_poll(oauth_api: tuple[Api, Issuer]) -> None:
+    api, issuer = oauth_api
+    streams = api.client.app.state.streams  # type: ignore[attr-defined]
+    token = issuer.token(scope="memwarden:operator", client_id=None)
+    who = api.client.app.state.authenticator.authenticate(token)  # type: ignore[attr-defined]
+    assert who.role == OPERATOR
+    polled = streams._poll(who, token, 0, ())
+    assert polled is not None  # the issuer's token is re-checked by the server's authenticator, and holds
+    expired = issuer.token(scope="memwarden:operator", client_id=None, exp=int(time.time()) - 120)
+    assert streams._poll(who, expired, 0, ()) is None  # an expired JWT ends the stream at its next poll

@@ -213,8 +213,12 @@ def newest_lifecycle_event(db: Any, memory_id: str) -> str | None:
 
 def details_of(row: Sequence[object]) -> dict[str, Any]:
     """The parsed details of an audit row in ``ROW_COLS`` order (``{}`` when malformed)."""
+    return _parse_details(row[9])
+
+
+def _parse_details(text: object) -> dict[str, Any]:
     try:
-        parsed = json.loads(str(row[9]))
+        parsed = json.loads(str(text))
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
@@ -280,10 +284,20 @@ def event_names(backend: SqliteBackend) -> list[str]:
     return sorted(KNOWN_EVENTS | seen)
 
 
-def names_memory(backend: SqliteBackend, memory_id: str) -> bool:
-    """Whether any audit event names ``memory_id`` (a record that ever existed, or an attempt on one)."""
+def names_memory(backend: SqliteBackend, memory_id: str, *, tenant: str | None = None,
+                 user: str | None = None) -> bool:
+    """Whether any audit event names ``memory_id`` (a record that ever existed, or an attempt on one) — among
+    the events of ``tenant`` (and ``user``) when given, so an operator is not told about another tenant's ids."""
+    where, params = ["memory_id = ?"], [memory_id]
+    for col, val in (("tenant", tenant), ("user_id", user)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            params.append(val)
     with backend.read() as conn:
-        return conn.execute("SELECT 1 FROM audit WHERE memory_id = ? LIMIT 1", (memory_id,)).fetchone() is not None
+        return conn.execute(f"SELECT 1 FROM audit WHERE {' AND '.join(where)} LIMIT 1", params).fetchone() is not None
+
+
+_LOG_KEYS = ("seq", "ts", "event", "tenant", "user", "agent", "session_id", "memory_id", "actor", "details")
 
 
 def log_rows(backend: SqliteBackend, *, limit: int = 50, event: str | None = None, memory_id: str | None = None,
@@ -297,8 +311,7 @@ def log_rows(backend: SqliteBackend, *, limit: int = 50, event: str | None = Non
            + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq DESC LIMIT ?")
     with backend.read() as conn:
         rows = conn.execute(sql, (*params, limit)).fetchall()
-    keys = ("seq", "ts", "event", "tenant", "user", "agent", "session_id", "memory_id", "actor", "details")
-    out = [dict(zip(keys, r, strict=True)) for r in rows]
+    out = [dict(zip(_LOG_KEYS, r, strict=True)) for r in rows]
     for r in out:
         r["details"] = json.loads(r["details"])
     return out[::-1]
@@ -314,3 +327,64 @@ def reads_of(backend: SqliteBackend, memory_id: str) -> Iterator[dict[str, Any]]
     for sid, ev, ts, seq, actor, tenant, user, agent in rows:
         yield {"session_id": sid, "event": ev, "ts": ts, "seq": seq, "actor": actor, "tenant": tenant,
                "user": user, "agent": agent or None}
+
+
+_READS_WHERE = f"a.event IN ({', '.join(repr(e) for e in READ_EVENTS)})"  # the partial index's exact term
+
+
+def reads(backend: SqliteBackend, *, tenant: str, user: str | None = None, memory_id: str | None = None,
+          after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
+    """A2 for one tenant (and user): the read events after audit row ``after``, oldest first, at most ``limit`` —
+    which session (and actor) read which memories, through a prompt block (``injected``) or a tool result
+    (``read``); with ``memory_id`` only the reads that reached it. Tenant and user are in the SQL (S3)."""
+    where, params = [_READS_WHERE, "a.seq > ?", "a.tenant = ?"], [after, tenant]
+    if user is not None:
+        where.append("a.user_id = ?")
+        params.append(user)
+    if memory_id is not None:
+        where.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(a.details) THEN a.details ELSE '{}'"
+                     " END, '$.ids') j WHERE j.value = ?)")
+        params.append(memory_id)
+    rows = backend.query(
+        "SELECT a.seq, a.ts, a.event, a.session_id, a.actor, a.tenant, a.user_id, a.agent, a.details FROM audit a"
+        f" WHERE {' AND '.join(where)} ORDER BY a.seq LIMIT ?", (*params, limit))
+    out = []
+    for seq, ts, ev, sid, actor, ten, usr, agent, det in rows:
+        ids = _parse_details(det).get("ids")
+        out.append({"seq": seq, "ts": ts, "event": ev, "session_id": sid, "actor": actor, "tenant": ten,
+                    "user": usr, "agent": agent or None,
+                    "ids": [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []})
+    return out
+
+
+def tail(backend: SqliteBackend, signer: Signer, after: int, *, tenant: str, user: str | None = None,
+         events: Sequence[str] = (), limit: int = 500) -> tuple[list[dict[str, Any]], int]:
+    """The events of ``tenant`` (and ``user``; only ``events`` if given) committed after audit row ``after``,
+    oldest first, at most ``limit``, each as :func:`log_rows` returns it plus ``verified`` (the row's own MAC
+    holds: not edited, not forged); and the audit row the scan reached, to pass as ``after`` next time (past
+    other tenants' rows, so they are not scanned again). Tenant, user and event are in the SQL (S3)."""
+    with backend.read() as conn:
+        top = head(conn)[0]
+        where, params = ["seq > ?", "seq <= ?", "tenant = ?"], [after, top, tenant]
+        if user is not None:
+            where.append("user_id = ?")
+            params.append(user)
+        if events:
+            where.append(f"event IN ({','.join('?' * len(events))})")
+            params.extend(events)
+        rows = conn.execute(f"SELECT {ROW_COLS} FROM audit WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
+                            (*params, limit)).fetchall()
+    reached = int(rows[-1][0]) if len(rows) >= limit else top
+    out = []
+    for r in rows:
+        item = dict(zip(_LOG_KEYS, r[:10], strict=True))
+        item["details"] = details_of(r)
+        item["verified"] = row_mac_ok(signer, r)
+        out.append(item)
+    return out, reached
+
+
+def newest_seq(backend: SqliteBackend) -> int:
+    """The newest audit row's seq (0: none): where a live stream that replays nothing starts."""
+    with backend.read() as conn:
+        return head(conn)[0]

@@ -404,7 +404,8 @@ app = App(
     help="memwarden: persistent memory for LLM agents where every write crosses a trust boundary.\n\n"
     "Operator tools: save, search and inspect memories, see everything held about a user (beliefs), "
     "delete on request, verify the audit chain and the store (doctor), export and import through the "
-    "write gate. Start with [bold]memwarden demo[/bold].",
+    "write gate. Start with [bold]memwarden quickstart[/bold] (a server to call) or "
+    "[bold]memwarden demo[/bold] (a guided tour).",
     epilog="Identity comes from --tenant/--user/--agent or "
     "$MEMWARDEN_TENANT/$MEMWARDEN_USER/$MEMWARDEN_AGENT. The signing key comes from $MEMWARDEN_KEY, "
     "$MEMWARDEN_KEY_FILE or the key file in your config dir. Flags (--json, --yes, --all-agents, …) take no "
@@ -1533,6 +1534,43 @@ def serve(
                                memwarden_tokens=memwarden_tokens, keep_alive_timeout=keep_alive_timeout,
                                body_timeout=body_timeout, shutdown_timeout=shutdown_timeout)
     rest.serve(state.service(), host, port, config=config, log_format=log_format.value if log_format else None)
+
+
+@app.command()
+def quickstart(
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port (a free one is chosen if it is busy).")] = 8750,
+    directory: Annotated[
+        str | None, typer.Option("--dir", show_default=False,
+                                 help="An empty or new directory for the store (default: a new temporary one).")
+    ] = None,
+) -> None:
+    """`make run`: `memwarden serve` on a fresh data directory with its own key, an operator token and an agent
+    token, and the lines to call it (curl, MCP over HTTP and stdio, the CLI), until Ctrl-C.
+
+    Your own store and key are not touched; the directory is kept afterwards. The guided tour is `memwarden demo`."""
+    try:
+        from memwarden import rest
+    except ImportError as exc:
+        raise CliError(f"{SERVER_HINT} ({exc.name or exc} is missing)") from None
+    from memwarden import quickstart as qs_mod
+
+    chosen = qs_mod.free_port(host, port)
+    qs = qs_mod.prepare(directory, host, chosen)
+    out = _console()
+    for heading, text in qs_mod.summary(qs, moved_from=None if chosen == port else port):
+        out.print(Text(heading, style="bold"))
+        out.print(Text(text), soft_wrap=True)
+        out.print()
+    out.print(Text("Serving until Ctrl-C …", style="bold green"))
+    from memwarden.service import open_store
+
+    service = open_store(qs.env["MEMWARDEN_URL"])
+    try:
+        rest.serve(service, host, chosen, config=rest.ServerConfig())
+    finally:
+        service.close()
+    out.print(Text(f"Stopped. The data directory is kept: {qs.directory}"))
 
 
 # --- scan ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The REST API under ``/v1`` (FastAPI): agent routes for sessions and the six memory tools, operator routes for
-review, beliefs, deletion and the audit log; and MCP over streamable HTTP at ``/mcp`` (:mod:`memwarden.mcp_http`).
-``memwarden serve`` runs it with uvicorn.
+review, beliefs, deletion, the audit log and read audit, the export (streamed JSON Lines) and the live event stream
+(Server-Sent Events, :mod:`memwarden.rest_stream`); and MCP over streamable HTTP at ``/mcp``
+(:mod:`memwarden.mcp_http`). ``memwarden serve`` runs it with uvicorn.
 
 Identity comes only from the bearer token (S2): an agent token is bound to one ``(tenant, user, agent)`` and every
 agent route acts in exactly that scope; an operator token is bound to a tenant (and perhaps one user) and every
@@ -15,6 +16,7 @@ between processes or kept across a restart).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -23,15 +25,15 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
-from fastapi import Body, Depends, FastAPI, Path, Query, Request
+from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memwarden import audit, logs, mcp_http, oauth, review, serving
+from memwarden import audit, logs, mcp_http, oauth, rest_stream, review, serving, transfer
 from memwarden.auth import AGENT, OPERATOR, AuthError, Principal
 from memwarden.errors import Forbidden, InvalidInput, MemwardenError, NotFound, RateLimited
 from memwarden.ids import new_id
@@ -50,6 +52,8 @@ WRITE_TOOLS = WRITE_TOOL_NAMES
 SESSION_ID = Annotated[str, Path(pattern=r"^[0-9A-Za-z]{1,64}$", description="Session id from POST /v1/sessions.")]
 MEMORY_ID = Annotated[str, Path(pattern=r"^[0-9A-Za-z]{1,64}$", description="Memory id.")]
 USER = Annotated[str, Path(min_length=1, max_length=128, description="User id within the token's tenant.")]
+JSONL = "application/jsonl"
+EVENT_NAME = Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
 
 
 # --- configuration and state --------------------------------------------------------------------------------
@@ -73,6 +77,11 @@ class ServerConfig:
     keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open (memwarden.serving)
     body_timeout: float = 30.0  # seconds a request has to deliver its body (408 after that; 0: no limit)
     shutdown_timeout: int = 30  # seconds in-flight requests get to finish on SIGINT/SIGTERM
+    stream_heartbeat: float = 15.0  # GET /v1/events: seconds between heartbeats
+    stream_poll: float = 1.0  # seconds between reads of the audit log (events of other processes)
+    stream_max_seconds: float = 3600.0  # a stream ends after this (the client resumes with Last-Event-ID)
+    max_streams_per_token: int = 4
+    max_streams: int = 256
 
     @property
     def base_url(self) -> str:
@@ -316,6 +325,9 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     limiter = WriteLimiter(config.write_rate, config.write_window)
     authenticator = oauth.authenticator_for(service, config.oauth, memwarden_tokens=config.memwarden_tokens,
                                             resource_url=mcp_http.resource_url_of(config.base_url))
+    streams = rest_stream.EventStreams(service, rest_stream.StreamLimits(
+        heartbeat=config.stream_heartbeat, poll=config.stream_poll, max_seconds=config.stream_max_seconds,
+        per_token=config.max_streams_per_token, total=config.max_streams), authenticate=authenticator.authenticate)
     mcp = mcp_http.build(service, public_url=config.base_url, host=config.host,
                          idle_seconds=config.session_idle_seconds, max_body_bytes=config.max_body_bytes,
                          take_write=limiter.take, authenticator=authenticator)
@@ -324,6 +336,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     async def lifespan(_app: FastAPI) -> Any:
         async with mcp.manager.run():
             yield
+        streams.close()
         mcp.sessions.close_all()
         sessions.close_all()
         if close_service:
@@ -336,6 +349,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     app.state.service = service
     app.state.mcp = mcp
     app.state.authenticator = authenticator
+    app.state.streams = streams  # serve() ends them when a shutdown signal arrives
     app.router.routes.extend(mcp.routes)  # MCP over streamable HTTP at /mcp and its RFC 9728 metadata
 
     # -- errors --
@@ -541,11 +555,85 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
         head_seq, _ = audit_head(service)
         return {"ok": not problems, "last_seq": head_seq, "problems": problems}
 
+    @app.get("/v1/audit/reads", tags=["operator"], summary="Which sessions read which memories (A2)")
+    def audit_reads(who: Operator,
+                    memory: Annotated[str | None, Query(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z]+$",
+                                                        description="Only the reads that reached this memory."
+                                                        )] = None,
+                    user: Annotated[str | None, Query(min_length=1, max_length=128,
+                                                      description="Only this user's sessions.")] = None,
+                    after: Annotated[int, Query(ge=0, description="Audit seq: rows after it (paging).")] = 0,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+        if user is not None:
+            _user_scope(who, user)
+        user = user or who.user
+        rows = audit.reads(service.backend, tenant=who.tenant, user=user, memory_id=memory, after=after,
+                           limit=limit)
+        if (not rows and memory is not None and after == 0
+                and not audit.names_memory(service.backend, memory, tenant=who.tenant, user=user)):
+            raise NotFound(f"no memory {memory} this token may see")  # another tenant's ids are not confirmed
+        return {"reads": rows, "next_after": rows[-1]["seq"] if len(rows) == limit else None}
+
+    @app.get("/v1/export", tags=["operator"], summary="Export live memories as signed JSON Lines (streamed)",
+             response_class=StreamingResponse,
+             responses={200: {"description": "One signed record per line (`memwarden import` restores it)",
+                              "content": {JSONL: {"schema": {"type": "string"}}}}})
+    def export(who: Operator,
+               user: Annotated[str | None, Query(min_length=1, max_length=128,
+                                                 description="Only this user (default: every user the token "
+                                                             "covers).")] = None,
+               agent: Annotated[str | None, Query(max_length=128, description="Only this agent's memories; "
+                                                  "empty: the user's shared ones (default: every agent).")] = None,
+               include_held: bool = False) -> StreamingResponse:
+        if user is not None:
+            _user_scope(who, user)
+        which: transfer.AgentSelector = transfer.ALL_AGENTS if agent is None else (agent or None)
+        if agent:
+            Scope(who.tenant, user or who.user or "-", agent)  # a valid agent id, else 400
+        lines = transfer.export_jsonl_pages(service, who.tenant, user or who.user, which, include_held,
+                                            actor=who.actor, via="rest")
+        first = next(lines, None)  # the first page is read here: its errors are still a problem document
+        body = itertools.chain(() if first is None else (first,), lines)
+        return StreamingResponse((line + "\n" for line in body), media_type=JSONL,
+                                 headers={"Cache-Control": "no-store",
+                                          "Content-Disposition": 'attachment; filename="memwarden-export.jsonl"'})
+
+    @app.get("/v1/events", tags=["operator"], summary="Live audit events of the token's tenant (SSE, A3)",
+             response_class=StreamingResponse,
+             responses={200: {"description": "Server-Sent Events: one per audit row (`id` = its seq)",
+                              "content": {rest_stream.MEDIA_TYPE: {"schema": rest_stream.EVENT_SCHEMA}}}})
+    def events(who: Operator, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+               event: Annotated[list[EVENT_NAME] | None, Query(max_length=32,
+                                                               description="Only these events (repeat it).")
+                                ] = None,
+               after: Annotated[int | None, Query(ge=0, description="Replay from after this audit seq "
+                                                  "(default: only new events).")] = None,
+               last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=20,
+                                                           description="Resume after this event id (sent by "
+                                                                       "SSE clients when they reconnect).")
+                                        ] = None) -> StreamingResponse:
+        assert creds is not None  # _principal refused the request otherwise
+        head = audit.newest_seq(service.backend)
+        start = after if last_event_id is None else _event_id(last_event_id)
+        if start is not None and start > head:
+            raise InvalidInput(f"event id {start} is past the newest audit event ({head}); this is not the store "
+                               "it came from, or the store was restored from an older copy")
+        streams.acquire(who.token_id)
+        return streams.response(who, creds.credentials, head if start is None else start, event or ())
+
     app.add_middleware(_BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(serving.BodyDeadline, seconds=config.body_timeout)  # 408 for a body that does not arrive
     app.add_middleware(_CatchAll)
     app.add_middleware(logs.AccessLog)  # one log line per request, never a body or a token (memwarden.logs)
     return app
+
+
+def _event_id(text: str) -> int:
+    """A ``Last-Event-ID``: the audit seq of the last event the client received."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise InvalidInput("Last-Event-ID must be the id of an event of this stream (an audit seq number)")
+    return int(text)
 
 
 def audit_head(service: MemoryService) -> tuple[int, str]:
@@ -688,9 +776,11 @@ def routes(app: FastAPI) -> list[APIRoute]:
 
 def serve(service: MemoryService, host: str, port: int, *, config: ServerConfig | None = None,
           log_format: str | None = None) -> None:
-    """Serve the API over ``service`` until SIGINT/SIGTERM (:func:`memwarden.serving.run`: in-flight requests
-    finish within ``config.shutdown_timeout``, then the live sessions are ended). The caller closes the store."""
+    """Serve the API over ``service`` until SIGINT/SIGTERM (:func:`memwarden.serving.run`): the open event streams
+    end at once, in-flight requests finish within ``config.shutdown_timeout``, then the live sessions are ended.
+    The caller closes the store."""
     config = replace(config or ServerConfig(), host=host, port=port)
     fmt = logs.configure(log_format)  # before the app: its start-up warnings go to the same log
     app = create_app(service, config)
-    serving.run(app, config, log_format=fmt, describe={"auth": app.state.authenticator.describe()})
+    serving.run(app, config, log_format=fmt, describe={"auth": app.state.authenticator.describe()},
+                on_signal=app.state.streams.close)  # open event streams end now, not at the shutdown timeout

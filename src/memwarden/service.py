@@ -1318,21 +1318,32 @@ class MemoryService:
                       kind: str | None = None) -> list[Checked]:
         """Every live row of a user (one agent's scope, the shared scope with ``None``, or ``ALL_AGENTS``), each
         judged; refused rows are listed, never raised. Scope and expiry are in the SQL (S3, D2)."""
-        if agent is ALL_AGENTS:
-            scope = Scope(tenant, user)
-            where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
-        else:
-            where, params = scope_clause(Scope(tenant, user, agent), read_shared=False)
-        where += " AND m.expires_at > ?"
-        params.append(now_ms())
-        if not include_held:
-            where += " AND m.status = 'active'"
-        if kind is not None:
-            where += " AND m.kind = ?"
-            params.append(kind)
+        where, params = _operator_where(tenant, user, agent, include_held, kind)
         rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                                  " ORDER BY m.agent, m.kind, m.created_at, m.id", params)
+                                  f" ORDER BY {_OPERATOR_ORDER}", params)
         return self.check_rows(rows)
+
+    def operator_page(self, tenant: str, user: str, agent: Any = ALL_AGENTS, *, include_held: bool = True,
+                      after: Sequence[object] | None = None, limit: int = 200
+                      ) -> tuple[list[Checked], tuple[object, ...] | None]:
+        """One page of :meth:`operator_rows` (same rows, same order, at most ``limit``) after the page key
+        ``after``, and the key of the next page (``None``: this was the last). Keyset paging in the SQL, so a
+        long listing (a streamed export) never holds more than one page."""
+        where, params = _operator_where(tenant, user, agent, include_held, None)
+        if after is not None:
+            where += f" AND ({_OPERATOR_ORDER}) > (?, ?, ?, ?)"
+            params.extend(after)
+        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
+                                  f" ORDER BY {_OPERATOR_ORDER} LIMIT ?", (*params, limit))
+        key = tuple(rows[-1][i] for i in _OPERATOR_KEY) if len(rows) >= limit else None
+        return self.check_rows(rows), key
+
+    def users_of(self, tenant: str, *, after: str = "", limit: int = 500) -> list[str]:
+        """The users of a tenant holding live records, sorted, after ``after`` (keyset paging), at most ``limit``."""
+        rows = self.backend.query("SELECT DISTINCT m.user_id FROM memories m WHERE m.tenant = ? AND m.user_id > ?"
+                                  " AND m.expires_at > ? ORDER BY m.user_id LIMIT ?",
+                                  (tenant, after, now_ms(), limit))
+        return [str(r[0]) for r in rows]
 
     def beliefs(self, tenant: str, user: str) -> list[Checked]:
         """A4: everything held about a user, every agent and status, each with source, trust and approver."""
@@ -1369,6 +1380,29 @@ class MemoryService:
             " ORDER BY version", (memory_id,))
         return [{"version": v, "superseded_at": s, "content": c, "session_id": sid, "source_type": st}
                 for v, s, c, sid, st in rows]
+
+
+_OPERATOR_ORDER = "m.agent, m.kind, m.created_at, m.id"
+_OPERATOR_KEY = tuple(COLUMNS.index(c) for c in ("agent", "kind", "created_at", "id"))
+
+
+def _operator_where(tenant: str, user: str, agent: Any, include_held: bool, kind: str | None
+                    ) -> tuple[str, list[object]]:
+    """The ``WHERE`` of the operator listings: scope (one agent, the shared scope, or ``ALL_AGENTS``), expiry,
+    status and kind, all in the SQL (S3, D2)."""
+    if agent is ALL_AGENTS:
+        scope = Scope(tenant, user)
+        where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
+    else:
+        where, params = scope_clause(Scope(tenant, user, agent), read_shared=False)
+    where += " AND m.expires_at > ?"
+    params.append(now_ms())
+    if not include_held:
+        where += " AND m.status = 'active'"
+    if kind is not None:
+        where += " AND m.kind = ?"
+        params.append(kind)
+    return where, params
 
 
 _WORD = re.compile(r"\w+")

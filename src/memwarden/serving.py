@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -84,10 +84,14 @@ class BodyDeadline:
                 await send({"type": "http.response.body", "body": raw})
 
 
-def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[str, Any] | None = None) -> None:
-    """Serve ``app`` on ``config.host:config.port`` until SIGINT/SIGTERM, as the module docstring says. The caller
-    has configured logging (:func:`memwarden.logs.configure`, whose format is ``log_format``)."""
+def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[str, Any] | None = None,
+        on_signal: Callable[[], None] | None = None) -> None:
+    """Serve ``app`` on ``config.host:config.port`` until SIGINT/SIGTERM, as the module docstring says;
+    ``on_signal()`` runs when the first stop signal arrives (e.g. to end long-lived streams at once). The caller
+    has configured logging (:func:`memwarden.logs.configure`, whose format is ``log_format``). Exits with
+    uvicorn's start-up failure code if the server could not start (e.g. the port is taken)."""
     import uvicorn
+    from uvicorn.main import STARTUP_FAILURE
 
     fmt = log_format
 
@@ -97,6 +101,8 @@ def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[s
                 logs.lifecycle("shutdown_requested", f"{signal.Signals(sig).name}: finishing requests in flight "
                                f"(at most {config.shutdown_timeout} s)", signal=signal.Signals(sig).name,
                                shutdown_timeout_s=config.shutdown_timeout)
+                if on_signal is not None:
+                    on_signal()
             super().handle_exit(sig, frame)
 
     server = _Server(uvicorn.Config(
@@ -117,6 +123,8 @@ def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[s
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)  # as uvicorn.run: the reason is in the log above
     logs.lifecycle("server_stopped", "memwarden serve stopped", uptime_s=round(time.monotonic() - began, 1))
 
 
