@@ -1566,13 +1566,24 @@ McpAgentOpt = Annotated[
 ]
 
 
+HostReportsOpt = Annotated[
+    bool,
+    typer.Option("--host-reports-ingest",
+                 help="Local set-up without a token: the host reports what the model reads (`memwarden hook`), so "
+                      "the session starts clean. With a token, its signed profile decides (token create "
+                      "--host-reports-ingest); this flag cannot give a token the profile."),
+]
+
+
 @app.command()
-def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None) -> None:
+def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None,
+        host_reports_ingest: HostReportsOpt = False) -> None:
     """Serve the memory tools over MCP stdio to one local client (Claude Desktop, Claude Code, IDE agents).
 
     Identity: $MEMWARDEN_TOKEN (an agent token), or --tenant/--user/--agent for a single-user set-up; never the model.
 
-    The server cannot see the host's other tool calls, so every save is held for review (memwarden review list).
+    The server cannot see the host's other tool calls: unless the token's profile (or --host-reports-ingest) says
+    the host reports them with `memwarden hook`, every save is held for review (memwarden review list).
 
     Needs the MCP SDK: pip install 'memwarden\\[server]'. Set-up for clients: docs/server.md."""
     try:
@@ -1585,16 +1596,18 @@ def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agen
     token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
     if not token:  # checked before the store is opened: a missing identity creates nothing
         try:
-            identity = mcp_server.local_identity(tenant, user, agent)
+            identity = mcp_server.local_identity(tenant, user, agent, host_reports_ingest)
         except MemwardenError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
     service = _state(ctx).service()
     if token:
-        identity = mcp_server.token_identity(service, token, tenant, user, agent)
+        identity = mcp_server.token_identity(service, token, tenant, user, agent, host_reports_ingest)
     session = mcp_server.start_session(service, identity)
-    typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; "
-               "saves are held for review (the host does not report its ingest)", err=True)
-    mcp_server.serve_stdio(session)
+    trust = ("the host reports its ingest (memwarden hook): saves are held once it reports untrusted content"
+             if identity.reports_ingest else "saves are held for review (the host does not report its ingest)")
+    typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; {trust}",
+               err=True)
+    mcp_server.serve_stdio(session, identity)
 
 
 # Operator review and credentials (T3) live in their own module; registered here, after every helper they use.
