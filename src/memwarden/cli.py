@@ -1593,21 +1593,92 @@ def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agen
             raise
         raise CliError("memwarden mcp needs the MCP Python SDK, which is not installed: "
                        "pip install 'memwarden[server]'") from None
+    from memwarden.identity import local_identity, token_identity
+
     token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
     if not token:  # checked before the store is opened: a missing identity creates nothing
         try:
-            identity = mcp_server.local_identity(tenant, user, agent, host_reports_ingest)
+            identity = local_identity(tenant, user, agent, host_reports_ingest)
         except MemwardenError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
     service = _state(ctx).service()
     if token:
-        identity = mcp_server.token_identity(service, token, tenant, user, agent, host_reports_ingest)
+        identity = token_identity(service, token, tenant, user, agent, host_reports_ingest)
     session = mcp_server.start_session(service, identity)
     trust = ("the host reports its ingest (memwarden hook): saves are held once it reports untrusted content"
              if identity.reports_ingest else "saves are held for review (the host does not report its ingest)")
     typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; {trust}",
                err=True)
     mcp_server.serve_stdio(session, identity)
+
+
+@app.command()
+def hook(
+    ctx: typer.Context,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: McpAgentOpt = None,
+    workspace: Annotated[list[str] | None, typer.Option(
+        "--workspace", show_default=False,
+        help="A workspace root (repeatable): reads of files below it do not taint. Default: $CLAUDE_PROJECT_DIR, "
+             "else the hook input's cwd.")] = None,
+    server: Annotated[str | None, typer.Option(
+        "--server", envvar="MEMWARDEN_SERVER", show_default=False,
+        help="Report to a running `memwarden serve` at this base URL (POST /v1/ingest) with $MEMWARDEN_TOKEN, "
+             "instead of writing to the store (the root --db/--url names the database, not the server).")] = None,
+    own_server: Annotated[str, typer.Option(
+        "--self", help="The name the host gives memwarden's MCP server: its own tools (mcp__<name>__memory_*) "
+                       "are not ingest.")] = "memwarden",
+) -> None:
+    """Report one tool call of the host to memwarden: a tool-use hook's JSON on stdin (Claude Code's PreToolUse
+    and PostToolUse hooks), judged by the taint policy; one that taints taints every session of the scope.
+
+    Identity: $MEMWARDEN_TOKEN (an agent token: its own scope only), or --tenant/--user/--agent.
+
+    Fail closed: input it cannot judge taints the scope, and any problem exits 2 with one line on stderr (Claude
+    Code then blocks the tool). Settings for Claude Code: docs/server.md."""
+    try:
+        _hook(ctx, tenant, user, agent, workspace or [], server, own_server)
+    except typer.Exit:
+        raise
+    except Exception as exc:  # every failure is one line and exit 2: the host must not run the tool unreported
+        from memwarden import hook as hook_mod
+
+        known = (hook_mod.HookError, MemwardenError, CliError, OSError, sqlite3.Error, ValueError)
+        message = str(exc) if isinstance(exc, known) else f"internal error: {type(exc).__name__}"
+        _error_line(f"memwarden hook: {message}")
+        raise typer.Exit(hook_mod.EXIT_BLOCK) from None
+
+
+def _hook(ctx: typer.Context, tenant: str | None, user: str | None, agent: str | None, workspace: list[str],
+          server: str | None, own_server: str) -> None:
+    from memwarden import hook as hook_mod
+    from memwarden.host_ingest import is_own_tool
+    from memwarden.identity import local_identity, token_identity
+
+    call: hook_mod.HookCall | None = None
+    problem: str | None = None
+    try:
+        call = hook_mod.parse(hook_mod.read_input(sys.stdin.buffer))
+        roots = hook_mod.workspace_roots(workspace, call)
+        if is_own_tool(call.tool, own_server):
+            return  # memwarden's own tools return its own memories: nothing to report
+        hook_mod.reported_arguments(call)
+    except hook_mod.HookError as exc:  # reported as unjudged ingest, which taints (T6), then exit 2
+        call, problem, roots = None, str(exc), []
+    token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
+    if server:
+        if not token:
+            raise CliError("--server needs $MEMWARDEN_TOKEN (an agent token) to report with", EXIT_USAGE)
+        hook_mod.report_remote(server, token, call, problem, roots)
+    else:
+        identity = None if token else local_identity(tenant, user, agent, command="hook")
+        service = _state(ctx).service()
+        if identity is None:
+            identity = token_identity(service, token, tenant, user, agent, command="hook")
+        hook_mod.report_local(service, identity, call, problem, roots)
+    if problem is not None:
+        raise hook_mod.HookError(f"{problem}; recorded as unjudged ingest: this scope's sessions are untrusted")
 
 
 # Operator review and credentials (T3) live in their own module; registered here, after every helper they use.

@@ -131,7 +131,7 @@ class TokenSessions:
             held = self._held.get(who.token_id)
             if held is None:
                 identity = mcp_server.Identity(Scope(who.tenant, who.user or "", who.agent), f"token {who.name}",
-                                               who.host_reports_ingest, who.expires_at)
+                                               who.actor, who.host_reports_ingest, who.expires_at)
                 held = self._held[who.token_id] = _Held(mcp_server.start_session(self._service, identity,
                                                                                  TRANSPORT))
             held.last_used = time.monotonic()
