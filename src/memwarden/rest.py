@@ -421,7 +421,9 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
         that taints becomes a host ingest report of the token's own scope, which every session of that scope
         (in any process sharing the store) applies before its next write. Each call is an audit event."""
         for c in body.tool_calls:
-            _require_text([c.arguments, c.result_meta], "tool_calls")
+            _require_text([c.name, c.arguments, c.result_meta], "tool_calls")
+        _require_text([[d.source, d.kind] for d in body.documents], "documents")
+        _require_text([body.host_session, body.event], "host_session and event")
         scope = Scope(who.tenant, who.user or "", who.agent)
         judged = host_ingest.judge(service.policy.taint, body.workspace,
                                    [(c.name, c.arguments, c.result_meta) for c in body.tool_calls],
