@@ -25,7 +25,7 @@ from memwarden.records import Provenance, Record
 from memwarden.retrieval.index import Indexer
 from memwarden.scope import Scope
 from memwarden.store.files import create_private
-from memwarden.store.schema import DDL, SCHEMA_VERSION
+from memwarden.store.schema import DDL, SCHEMA_VERSION, add_columns
 from memwarden.timevalues import in_range
 
 COLUMNS = (
@@ -221,6 +221,7 @@ class SqliteBackend:
 
         def schema(tx: Tx) -> None:
             tx.executescript_safe(DDL)  # the service rebuilds the FTS terms if they are of an older tokenizer
+            add_columns(tx)  # columns of newer versions on an older store's tables (their rows: memwarden.upgrade)
             tx.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
         self.run_write(schema)

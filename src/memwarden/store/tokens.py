@@ -10,8 +10,11 @@ from memwarden.store.sqlite import Tx
 
 Conn = sqlite3.Connection | Tx
 
-# Every field of a row, in the order its signature covers them (auth.row_fields), then the signature.
-FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at")
+# Every field of a row, in the order its signature covers them (auth._row_mac), then the signature. The first
+# nine are what rows of issue 12 signed (``memwarden.token-row.v2``); the profile and the expiry came with issue 13.
+FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at",
+          "host_reports_ingest", "expires_at")
+REVOKED_AT = FIELDS.index("revoked_at")
 _SELECT = f"SELECT {', '.join(FIELDS)}, signature FROM tokens"
 
 Row = tuple[object, ...]  # FIELDS values, then the signature
@@ -49,6 +52,7 @@ def set_revoked(tx: Tx, token_id: str, revoked_at: int, signature: str) -> None:
 
 
 def set_signature(tx: Tx, token_id: str, revoked_at: object, signature: str) -> None:
+    """Re-sign a row (the store's upgrade), with the revocation the audit log records."""
     tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
 
 
