@@ -58,6 +58,7 @@ EVENT_NAME = Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[a-z_]
 
 # --- configuration and state --------------------------------------------------------------------------------
 
+SEQ_MAX = 2**63 - 1  # audit sequence numbers are SQLite INTEGERs: a larger one is invalid input, not a 500
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -599,7 +600,8 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                                                         )] = None,
                     user: Annotated[str | None, Query(min_length=1, max_length=128,
                                                       description="Only this user's sessions.")] = None,
-                    after: Annotated[int, Query(ge=0, description="Audit seq: rows after it (paging).")] = 0,
+                    after: Annotated[int, Query(ge=0, le=SEQ_MAX,
+                                                description="Audit seq: rows after it (paging).")] = 0,
                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
         if user is not None:
             _user_scope(who, user)
@@ -643,7 +645,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                event: Annotated[list[EVENT_NAME] | None, Query(max_length=32,
                                                                description="Only these events (repeat it).")
                                 ] = None,
-               after: Annotated[int | None, Query(ge=0, description="Replay from after this audit seq "
+               after: Annotated[int | None, Query(ge=0, le=SEQ_MAX, description="Replay from after this audit seq "
                                                   "(default: only new events).")] = None,
                last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=20,
                                                            description="Resume after this event id (sent by "
