@@ -147,6 +147,14 @@ def test_t1_hook_in_a_session_without_the_profile_the_save_is_held_from_the_star
                 assert "token plain has no host-reports-ingest profile" in out["message"]
 
     asyncio.run(main())
+    # the hook still reports (it may taint the scope's other sessions) and says the token is misconfigured
+    done = _hook(db_path, WEB_FETCH, token=token)
+    assert done.returncode == 0 and "token plain has no host-reports-ingest profile" in done.stderr, done.stderr
+    with memwarden.open(db_path) as store:
+        reported = auth.create_token(store, "agent", A.tenant, user=A.user, agent=A.agent, name="quiet",
+                                     host_reports_ingest=True)[0]
+    quiet = _hook(db_path, WEB_FETCH, token=reported)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
 @dataclass

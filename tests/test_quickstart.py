@@ -75,6 +75,12 @@ def test_quickstart_prints_working_tokens_curl_and_mcp_configs(tmp_path: Path) -
         # The curl line: start a session with the agent token.
         r = httpx.post(url, headers={"Authorization": f"Bearer {agent}"})
         assert r.status_code == 201 and r.json()["session_id"], r.text
+        # The printed save, in that session: the application token reports its ingest, so it is accepted.
+        save = re.search(r"-d '(\{.*?\})' (\S+/tools/memory_save)", text)
+        assert save, text
+        saved_rest = httpx.post(save.group(2).replace("$SID", r.json()["session_id"]), content=save.group(1),
+                                headers={"Authorization": f"Bearer {agent}", "Content-Type": "application/json"})
+        assert saved_rest.json()["result"]["status"] == "accepted", saved_rest.text
         # The operator token is an operator's: the review queue answers, an agent route refuses it.
         assert httpx.get(f"http://127.0.0.1:{port}/v1/review",
                          headers={"Authorization": f"Bearer {operator.group(0)}"}).status_code == 200
@@ -110,9 +116,12 @@ def test_quickstart_prints_working_tokens_curl_and_mcp_configs(tmp_path: Path) -
         env_sh = (tmp_path / "run" / "env.sh").read_text()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWARDEN_")}
         env.update(re.findall(r"export (\w+)=(\S+)", env_sh))
-        listed = subprocess.run([sys.executable, "-m", "memwarden", "review", "list", "--token",
-                                 operator.group(0), "--json"], env=env, capture_output=True, text=True)
+        listed = subprocess.run([sys.executable, "-m", "memwarden", "review", "list", "--json"], env=env,
+                                capture_output=True, text=True)
         assert listed.returncode == 0 and "Europe/Oslo" in listed.stdout, listed.stdout + listed.stderr
+        mine = subprocess.run([sys.executable, "-m", "memwarden", "list", "--json"], env=env, capture_output=True,
+                              text=True)
+        assert mine.returncode == 0 and "User prefers Go" in mine.stdout, mine.stdout + mine.stderr
     finally:
         rest = _stop(proc) if proc.poll() is None else ""
     assert "The data directory is kept" in rest

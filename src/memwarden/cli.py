@@ -1801,6 +1801,10 @@ def _hook(ctx: typer.Context, tenant: str | None, user: str | None, agent: str |
         service = _state(ctx).service()
         if identity is None:
             identity = token_identity(service, token, tenant, user, agent, command="hook")
+            if not identity.reports_ingest:  # a likely misconfiguration: say so, but still report (fail closed)
+                typer.echo(f"memwarden hook: note: {identity.via} has no host-reports-ingest profile, so its "
+                           "sessions are untrusted from their start whatever is reported; give the MCP server and "
+                           "the hook a token created with --host-reports-ingest", err=True)
         hook_mod.report_local(service, identity, call, problem, roots)
     if problem is not None:
         raise hook_mod.HookError(f"{problem}; recorded as unjudged ingest: this scope's sessions are untrusted")

@@ -32,7 +32,8 @@ class Quickstart:
 
     directory: Path
     operator_token: str
-    agent_token: str
+    agent_token: str  # for an application that reports what its agent read (host-reports-ingest profile)
+    mcp_token: str  # for MCP clients, which do not report it: their saves are held for review
     host: str
     port: int
 
@@ -53,14 +54,20 @@ class Quickstart:
         return (f"curl -s -X POST -H 'Authorization: Bearer {self.agent_token}' "
                 f"{self.base_url}/v1/sessions")
 
+    def curl_save(self) -> str:
+        """A save in the session the first line started (``SID``: its ``session_id``)."""
+        return (f"curl -s -X POST -H 'Authorization: Bearer {self.agent_token}' -H 'Content-Type: application/json' "
+                f"-d '{{\"content\": \"User prefers Go for services\", \"kind\": \"preference\"}}' "
+                f"{self.base_url}/v1/sessions/$SID/tools/memory_save")
+
     def mcp_http_config(self) -> dict[str, object]:
         return {"mcpServers": {"memwarden": {"type": "http", "url": f"{self.base_url}/mcp",
-                                             "headers": {"Authorization": f"Bearer {self.agent_token}"}}}}
+                                             "headers": {"Authorization": f"Bearer {self.mcp_token}"}}}}
 
     def mcp_stdio_config(self) -> dict[str, object]:
         command = shutil.which("memwarden") or str(Path(sys.executable).with_name("memwarden"))
         return {"mcpServers": {"memwarden": {"command": command, "args": ["mcp"],
-                                             "env": {"MEMWARDEN_TOKEN": self.agent_token, **self.env}}}}
+                                             "env": {"MEMWARDEN_TOKEN": self.mcp_token, **self.env}}}}
 
 
 def free_port(host: str, preferred: int) -> int:
@@ -94,7 +101,7 @@ def prepare(directory: str | os.PathLike[str] | None, host: str, port: int) -> Q
     from memwarden.service import open_store
 
     path = new_directory(directory)
-    qs_env = Quickstart(path, "", "", host, port).env
+    qs_env = Quickstart(path, "", "", "", host, port).env
     os.environ.update(qs_env)
     for var in ("MEMWARDEN_KEY", "MEMWARDEN_TOKEN"):  # a key or token from the caller's shell would be used instead
         os.environ.pop(var, None)
@@ -103,13 +110,16 @@ def prepare(directory: str | os.PathLike[str] | None, host: str, port: int) -> Q
         operator, _ = auth.create_token(service, auth.OPERATOR, TENANT, name="quickstart-operator",
                                         actor="operator:quickstart")
         agent, _ = auth.create_token(service, auth.AGENT, TENANT, user=USER, agent=AGENT,
-                                     name="quickstart-agent", actor="operator:quickstart")
+                                     name="quickstart-app", actor="operator:quickstart", host_reports_ingest=True)
+        mcp, _ = auth.create_token(service, auth.AGENT, TENANT, user=USER, agent=AGENT,
+                                   name="quickstart-mcp", actor="operator:quickstart")
     finally:
         service.close()
-    qs = Quickstart(path, operator, agent, host, port)
+    qs = Quickstart(path, operator, agent, mcp, host, port)
     env_file = path / ENV_NAME
-    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in qs.env.items())
-                        + f"export MEMWARDEN_TOKEN={shlex.quote(agent)}\n", encoding="utf-8")
+    cli_env = {**qs.env, "MEMWARDEN_TENANT": TENANT, "MEMWARDEN_USER": USER, "MEMWARDEN_AGENT": AGENT,
+               "MEMWARDEN_TOKEN": operator}  # the CLI is the operator's tool: review, audit, export
+    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cli_env.items()), encoding="utf-8")
     env_file.chmod(0o600)
     return qs
 
@@ -124,13 +134,17 @@ def summary(qs: Quickstart, moved_from: int | None = None) -> list[tuple[str, st
         ("Data directory", f"{qs.directory}  (store, its own signing key and anchor; kept after Ctrl-C)"),
         ("Server", f"{qs.base_url}{port_note}  ·  REST under /v1, OpenAPI docs at {qs.base_url}/docs"),
         ("Operator token (tenant demo: review, audit, delete)", qs.operator_token),
-        ("Agent token (scope demo/u-1/assistant)", qs.agent_token),
-        ("Try it", qs.curl()),
+        ("Agent token for your application (scope demo/u-1/assistant; it reports what the agent read, "
+         "POST /v1/sessions/{id}/ingest)", qs.agent_token),
+        ("Try it: start a session", qs.curl()),
+        ("then save a memory in it (SID=<the session_id above>)", qs.curl_save()),
+        ("Agent token for MCP clients (same scope; MCP hosts report nothing, so their saves are held for review)",
+         qs.mcp_token),
         ("MCP over HTTP", f"{qs.base_url}/mcp  ·  client configuration:\n{block(qs.mcp_http_config())}"),
         ("MCP over stdio (client configuration)", block(qs.mcp_stdio_config())),
-        ("CLI against this store", f". {qs.directory / ENV_NAME}  &&  memwarden list --tenant {TENANT} "
-                                   f"--user {USER} --agent {AGENT}"),
+        ("CLI against this store (the operator token and the scope above)",
+         f". {qs.directory / ENV_NAME}  &&  memwarden list  &&  memwarden review list"),
         ("Note", "MCP clients do not report what else the model read, so their saves are held for review "
-                 "(with the env above: `memwarden review list --token <operator token>`); docs/server.md, "
-                 "\"Taint over the wire\", says how a host reports it."),
+                 "(`memwarden review list`); a host that reports it (Claude Code with `memwarden hook`) gets a "
+                 "token with --host-reports-ingest: docs/server.md, \"Taint over the wire\"."),
     ]

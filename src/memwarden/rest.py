@@ -691,8 +691,10 @@ def _problem_response(body: dict[str, Any], exc: BaseException | None = None) ->
     if body["code"] == "unauthorized":
         headers["WWW-Authenticate"] = 'Bearer realm="memwarden", error="invalid_token"'
     retry = getattr(exc, "retry_after", None)
-    if body["code"] == "rate_limited":
-        headers["Retry-After"] = str(retry if isinstance(retry, int) else 60)
+    if body["code"] == "rate_limited" and isinstance(retry, int):
+        # a wait that helps (the write rate, a full session table); a session's own bound (too many rejected
+        # writes) is not lifted by waiting, so it gets no Retry-After: its detail says to start a new session
+        headers["Retry-After"] = str(retry)
     if body["status"] >= 500:
         log.error("request failed: %s", body["code"])
     return JSONResponse(body, status_code=int(body["status"]), media_type=MEDIA_TYPE, headers=headers)
