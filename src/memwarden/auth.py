@@ -24,7 +24,7 @@ from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.ids import new_id
 from memwarden.records import now_ms
 from memwarden.scope import Scope
-from memwarden.store import tokens as rows
+from memwarden.store.sqlite import tokens as rows
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from memwarden import audit, auth
 from memwarden.service import MemoryService
-from memwarden.store.files import loose_modes
 from memwarden.store.sqlite import SELECT_COLS
+from memwarden.store.sqlite.files import loose_modes
 
 
 @dataclass(frozen=True, slots=True)

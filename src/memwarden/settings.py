@@ -25,7 +25,7 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from memwarden.store import settings as sql
+from memwarden.store.sqlite import settings as sql
 
 if TYPE_CHECKING:
     from memwarden.signing import Signer

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden import audit, auth
 from memwarden.settings import LEGACY_META, MIGRATED
-from memwarden.store import settings as sql
-from memwarden.store import tokens
+from memwarden.store.sqlite import settings as sql
+from memwarden.store.sqlite import tokens
 
 if TYPE_CHECKING:
     from memwarden.events import Event

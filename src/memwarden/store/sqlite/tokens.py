@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from memwarden.store.schema import CONFIG_EVENTS
-from memwarden.store.sqlite import Tx
+from memwarden.store.sqlite.backend import Tx
+from memwarden.store.sqlite.schema import CONFIG_EVENTS
 
 Conn = sqlite3.Connection | Tx
 

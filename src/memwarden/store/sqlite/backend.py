@@ -24,8 +24,8 @@ from memwarden.errors import UnsupportedURL
 from memwarden.records import Provenance, Record
 from memwarden.retrieval.index import Indexer
 from memwarden.scope import Scope
-from memwarden.store.files import create_private
-from memwarden.store.schema import DDL, SCHEMA_VERSION
+from memwarden.store.sqlite.files import create_private
+from memwarden.store.sqlite.schema import DDL, SCHEMA_VERSION
 from memwarden.timevalues import in_range
 
 COLUMNS = (
