@@ -222,14 +222,15 @@ def test_i2_write_many_item_that_fails_leaves_no_fts_row(store: MemoryService, m
     from memwarden.service import Context
 
     indexer = store.backend.indexer
-    add = indexer.add
+    dup_key = indexer.dup_key
 
-    def add_then_fail(tx: Tx, rowid: int, r: Any) -> None:
-        add(tx, rowid, r)  # its FTS row is queued ...
+    def fail_after_the_fts_row(r: Any) -> int:
+        # the record's FTS row is queued before its near-duplicate key is computed (store/sqlite/records.py) ...
         if "payroll" in r.content:
             raise InvalidInput("this item fails after indexing")  # ... and its savepoint is rolled back
+        return dup_key(r)
 
-    monkeypatch.setattr(indexer, "add", add_then_fail)
+    monkeypatch.setattr(indexer, "dup_key", fail_after_the_fts_row)
     ctx = Context(SCOPE, session_id="s-gc", source_type="user", actor="system:test")
     out = store.write_many(ctx, [{"content": "The billing service runs on Kubernetes", "kind": "fact"},
                                  {"content": "The payroll job runs every Friday", "kind": "fact"},

@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden import audit, auth
 from memwarden.settings import LEGACY_META, MIGRATED
-from memwarden.store.sqlite import settings as sql
-from memwarden.store.sqlite import tokens
 
 if TYPE_CHECKING:
     from memwarden.events import Event
     from memwarden.service import MemoryService
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes
 
 log = logging.getLogger("memwarden.upgrade")
 
@@ -42,21 +40,21 @@ def run(service: MemoryService) -> dict[str, Any] | None:
         if settings.get(conn, MIGRATED) == DONE:
             return None  # the common case: one read, no write transaction
 
-    def work(tx: Tx) -> Event | None:
+    def work(tx: Writes) -> Event | None:
         if settings.get(tx, MIGRATED) == DONE:
             return None  # another process upgraded it meanwhile
-        if sql.config_events(tx, "settings_migrated"):
+        if tx.audit_config_events("settings_migrated"):
             log.warning("memwarden: the store's upgrade mark was missing or edited although the audit log records "
                         "its upgrade; unsigned rows stay ignored (run `memwarden doctor`)")
             settings.put(tx, MIGRATED, DONE)
             return None
-        legacy = sql.meta_rows(tx, LEGACY_META)
+        legacy = tx.meta(LEGACY_META)
         # a database this process created (its first audit row is the anchor's) or one with no history: nothing
         # to report, only the mark to set
-        fresh = not legacy and not tokens.all_rows(tx) and (service.backend.created or sql.audit_is_empty(tx))
+        fresh = not legacy and not tx.tokens() and (service.backend.created or tx.audit_head()[0] == 0)
         for name, value in legacy.items():
             settings.put(tx, name, value)
-        sql.delete_meta(tx, list(legacy))
+        tx.delete_meta(list(legacy))
         signed = auth.upgrade_rows(tx, service)
         settings.put(tx, MIGRATED, DONE)
         if fresh:

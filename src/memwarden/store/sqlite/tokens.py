@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from memwarden.store.sqlite.backend import Tx
+from memwarden.store.base import TOKEN_FIELDS
 from memwarden.store.sqlite.schema import CONFIG_EVENTS
 
-Conn = sqlite3.Connection | Tx
+if TYPE_CHECKING:
+    from memwarden.store.sqlite.backend import Handle as Conn
+    from memwarden.store.sqlite.backend import Tx
 
 # Every field of a row, in the order its signature covers them (auth.row_fields), then the signature.
-FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at")
+FIELDS = TOKEN_FIELDS
 _SELECT = f"SELECT {', '.join(FIELDS)}, signature FROM tokens"
 
 Row = tuple[object, ...]  # FIELDS values, then the signature
@@ -34,18 +36,14 @@ def all_rows(conn: Conn, tenant: str | None = None) -> list[Row]:
                                            (tenant,)).fetchall()]
 
 
-def live_name_exists(tx: Tx, name: str, tenant: str) -> bool:
-    return tx.execute("SELECT 1 FROM tokens WHERE name = ? AND tenant = ? AND revoked_at IS NULL",
+def live_name_exists(conn: Conn, name: str, tenant: str) -> bool:
+    return conn.execute("SELECT 1 FROM tokens WHERE name = ? AND tenant = ? AND revoked_at IS NULL",
                       (name, tenant)).fetchone() is not None
 
 
 def insert(tx: Tx, fields: Sequence[object], signature: str) -> None:
     tx.execute(f"INSERT INTO tokens ({', '.join(FIELDS)}, signature) VALUES ({', '.join('?' * (len(FIELDS) + 1))})",
                (*fields, signature))
-
-
-def set_revoked(tx: Tx, token_id: str, revoked_at: int, signature: str) -> None:
-    tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
 
 
 def set_signature(tx: Tx, token_id: str, revoked_at: object, signature: str) -> None:
