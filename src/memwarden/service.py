@@ -481,7 +481,7 @@ class MemoryService:
 
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
-            # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite.py).
+            # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite/backend.py).
             limited = not ctx.actor.startswith(("operator:", "system:"))
             if limited:
                 self._check_rejections(ctx)
@@ -825,7 +825,7 @@ class MemoryService:
 
     def _transact(self, work: Callable[[Tx], T], *, allow_rollback: bool = False) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
-        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
+        store/sqlite/backend.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
         behind its anchor takes no write but an operator's acceptance (I5)."""
         if self.rollback is not None and not allow_rollback:
             raise RollbackDetected(f"{self.rollback}; nothing is read from or written to it. {RESTORE_HINT}")
