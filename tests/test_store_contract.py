@@ -187,7 +187,6 @@ UNSCOPED_READS = {
     "audit_hash": "the audit chain (A1)",
     "audit_rows": "the audit chain walk (A1, I5): verification, never served to an agent",
     "audit_latest": "lifecycle evidence for records already read in scope (I5)",
-    "audit_reads": "operator blast radius (A2) of one memory",
     "audit_event_names": "event names",
     "audit_count": "a count",
     "audit_config_events": "token revocations and the upgrade mark (T3, I4)",
