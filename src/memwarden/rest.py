@@ -562,7 +562,8 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                                                         )] = None,
                     user: Annotated[str | None, Query(min_length=1, max_length=128,
                                                       description="Only this user's sessions.")] = None,
-                    after: Annotated[int, Query(ge=0, description="Audit seq: rows after it (paging).")] = 0,
+                    after: Annotated[int, Query(ge=0, le=(1 << 63) - 1,  # an audit seq is a 64-bit integer
+                                                description="Audit seq: rows after it (paging).")] = 0,
                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
         if user is not None:
             _user_scope(who, user)
