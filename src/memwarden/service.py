@@ -871,7 +871,7 @@ class MemoryService:
         the caller read them); returns them and their least trust (Q4)."""
         if not ids:
             return (), Trust.TRUSTED
-        rows = tx.records(replace(self._visible(ctx), ids=tuple(ids)))
+        rows = tx.records(self._visible(ctx, ids=tuple(ids)))
         found = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         missing = [i for i in ids if i not in found]
         if missing and versions is not None and all(i in versions for i in missing):
@@ -1075,9 +1075,11 @@ class MemoryService:
     # --- verified, scoped reads --------------------------------------------------------------------------------
 
     @staticmethod
-    def _visible(ctx: Context) -> View:
-        """Scope + status + expiry + clearance: parameters of the engine's query (S3, D2)."""
-        return View.of(ctx.scope, shared=ctx.read_shared, status=ACTIVE, live_at=now_ms(), clearance=ctx.clearance)
+    def _visible(ctx: Context, now: int | None = None, **filters: Any) -> View:
+        """Scope + status + expiry (at ``now``) + clearance, and ``filters``: parameters of the engine's query
+        (S3, D2)."""
+        return View.of(ctx.scope, shared=ctx.read_shared, status=ACTIVE, live_at=now_ms() if now is None else now,
+                       clearance=ctx.clearance, **filters)
 
     def _check(self, db: Reads, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
         """Decode each row, verify its signature and that it is the version its audit history says is current —
@@ -1202,10 +1204,10 @@ class MemoryService:
             raise InvalidInput(f"limit must be a whole number from 1 to {self.policy.max_list}")
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {str(kind)[:40]!r}")
-        visible = self._visible(ctx)
+        now = now_ms()
         kinds = [kind] if kind is not None else [k.value for k in Kind]
         with self.backend.read() as db:
-            rows = [row for k in kinds for row in db.records(replace(visible, kind=k), Order.NEWEST, limit)]
+            rows = [row for k in kinds for row in db.records(self._visible(ctx, now, kind=k), Order.NEWEST, limit)]
             rows.sort(key=_newest_first, reverse=True)
             good, bad = self._check(db, rows[:limit])
         self._integrity_events(ctx, bad)
@@ -1214,14 +1216,14 @@ class MemoryService:
     def block_records(self, ctx: Context) -> tuple[list[Record], int]:
         """P3: the newest entries of the block kinds in priority order, and how many such entries exist.
         One index-ordered query per kind (no sort of the whole scope); refused rows are skipped, not shown."""
-        visible = self._visible(ctx)
+        now = now_ms()
         want = self.policy.block_entries
         good: list[Record] = []
         bad: list[tuple[str, str]] = []
         total = 0
         with self.backend.read() as db:
             for kind in self.policy.block_kinds:
-                view = replace(visible, kind=kind)
+                view = self._visible(ctx, now, kind=kind)
                 total += db.count(view)
                 offset = 0
                 while len(good) < want:
@@ -1240,7 +1242,7 @@ class MemoryService:
         now = now_ms() if now is None else now
         lo = now - int(self.policy.reminder_window_back_hours * 3_600_000)
         hi = now + int(self.policy.reminder_window_forward_hours * 3_600_000)
-        view = replace(self._visible(ctx), kind=Kind.REMINDER, due=(lo, hi))
+        view = self._visible(ctx, now, kind=Kind.REMINDER, due=(lo, hi))
         with self.backend.read() as db:
             total = db.count(view)
             rows = db.records(view, Order.DUE, self.policy.block_entries)
@@ -1263,7 +1265,7 @@ class MemoryService:
         """T5: the scope's procedures that trigger matching may use — active, and trusted or approved by an
         operator (never held, never auto-approved); every filter in the SQL."""
         self._require_session(ctx)
-        return self._read(ctx, replace(self._visible(ctx), kind=Kind.PROCEDURE, vouched=True), Order.NEWEST, limit)
+        return self._read(ctx, self._visible(ctx, kind=Kind.PROCEDURE, vouched=True), Order.NEWEST, limit)
 
     # --- operator views ----------------------------------------------------------------------------------------
 

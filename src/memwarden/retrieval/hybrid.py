@@ -11,7 +11,7 @@ the search is lexical-only, with an ``embedder_failed`` event; it never raises i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -97,7 +97,8 @@ class HybridSearch:
         rk = self.ranking
         svc = self.service
         # records folded into an active consolidation are represented by it (Q4)
-        view = replace(svc._visible(ctx), kind=kind, unfolded_at=now_ms())
+        now = now_ms()
+        view = svc._visible(ctx, now, kind=kind, unfolded_at=now)
         scope = ctx.scope
         agents = [scope.agent_key] + ([""] if ctx.read_shared and not scope.is_shared else [])
         hasher = svc.backend.indexer.hasher
@@ -117,7 +118,7 @@ class HybridSearch:
                 return [], skipped
             self._fuse(cands, qvec is not None)
             if rk.mode != "bm25" and rk.expand > 0:
-                self._expand(db, view, cands)
+                self._expand(db, svc._visible(ctx, now, kind=Kind.EPISODE, unfolded_at=now), cands)
             self._weigh(cands)
             best = sorted(cands.values(), key=lambda c: (-c.score, c.rowid))[:k]
             order = {c.rowid: i for i, c in enumerate(best)}
@@ -238,7 +239,7 @@ class HybridSearch:
         for c in cands.values():
             c.score = (c.lex / top if top > 0 else 0.0) + (w * c.dense if dense_used else 0.0)
 
-    def _expand(self, db: Reads, view: View, cands: dict[int, _Cand]) -> None:
+    def _expand(self, db: Reads, episodes: View, cands: dict[int, _Cand]) -> None:
         """Context expansion: a turn next to a matching turn of the same session shares part of its score.
         Neighbours are the nearest visible episodes of the seed's session in write order (``rowid``), looked
         for within ``expand_window`` rows on each side (sessions written interleaved with many others may lose
@@ -247,8 +248,7 @@ class HybridSearch:
         seeds = sorted((c for c in cands.values() if c.kind == Kind.EPISODE and c.score > 0),
                        key=lambda c: (-c.score, c.rowid))[:rk.expand_top]
         if not seeds:
-            return  # (seeds are episodes: a search of another kind has none)
-        episodes = replace(view, kind=Kind.EPISODE)
+            return  # seeds are episodes: a search of another kind has none (``episodes``: its view, of episodes)
         found: dict[int, tuple[Any, ...]] = {}
         # First the rows right next to every seed, in one query: a session written in one go (the common case)
         # has its neighbours there. Only a side that comes up short is then searched within the window.
@@ -257,6 +257,8 @@ class HybridSearch:
             for row in db.candidates(episodes, near):
                 found[int(row[0])] = row
         window = rk.expand_window
+        runs: list[list[tuple[Any, ...]]] = []
+        short: list[tuple[int, tuple[str, int, int, bool, int]]] = []  # the sides to search within the window
         for seed in seeds:
             for step in (-1, 1):
                 run = []
@@ -268,14 +270,21 @@ class HybridSearch:
                 if len(run) < rk.expand:
                     lo, hi = ((seed.rowid - window, seed.rowid - 1) if step < 0
                               else (seed.rowid + 1, seed.rowid + window))
-                    run = db.session_window(episodes, seed.session_id, lo, hi, descending=step < 0,
-                                            limit=rk.expand)
-                for dist, row in enumerate(run, start=1):
+                    short.append((len(runs), (seed.session_id, lo, hi, step < 0, rk.expand)))
+                runs.append(run)
+        if short:  # one read for all of them (each: its own query, nearest first)
+            for (i, _w), got in zip(short, db.session_windows(episodes, [w for _i, w in short]), strict=True):
+                runs[i] = got
+        i = 0
+        for seed in seeds:  # the bonuses in seed, side order
+            for _side in (-1, 1):
+                for dist, row in enumerate(runs[i], start=1):
                     rid = int(row[0])
                     c = cands.get(rid)
                     if c is None:
                         c = cands[rid] = _cand(row)
                     c.bonus += seed.score * rk.expand_decay ** dist
+                i += 1
         for c in cands.values():
             c.score += c.bonus
 

@@ -32,7 +32,6 @@ import math
 import threading
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -326,7 +325,7 @@ class PostingsCache(_LogSyncedCache[ScopePostings]):
             for rowid, content, expires_at in db.index_rows(view, rowids):
                 entry.add(rowid, content, expires_at)
 
-        entry = self._get(db, (replace(view, live_at=None),), build, add)
+        entry = self._get(db, (view.tenant, view.user, view.agents, clearance), build, add)
         entry.expire(now)
         return entry
 
@@ -441,6 +440,6 @@ class VectorCache(_LogSyncedCache[ScopeVectors]):
             rows = db.vector_rows(view, fingerprint, rowids)
             entry.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])  # type: ignore[misc]
 
-        entry = self._get(db, (dim, fingerprint, replace(view, live_at=None)), build, add)
+        entry = self._get(db, (dim, fingerprint, view.tenant, view.user, view.agents, clearance), build, add)
         entry.expire(now)
         return entry

@@ -214,9 +214,10 @@ class SearchReads(Protocol):
         """The rows among ``keys`` that ``view`` lets through."""
         ...
 
-    def session_window(self, view: View, session_id: str, lo: int, hi: int, *, descending: bool, limit: int
-                       ) -> list[CandidateRow]:
-        """Rows of ``session_id`` with row keys in [lo, hi] that ``view`` lets through, nearest first."""
+    def session_windows(self, view: View, windows: Sequence[tuple[str, int, int, bool, int]]
+                        ) -> list[list[CandidateRow]]:
+        """For each window ``(session id, lo, hi, descending, limit)``: at most ``limit`` rows of that session
+        with row keys in [lo, hi] that ``view`` lets through, nearest first (descending: from ``hi`` down)."""
         ...
 
     def ranked(self, view: View, keys: Sequence[int]) -> list[tuple[int, RecordRow]]:

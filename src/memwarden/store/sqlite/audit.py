@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memwarden.store.base import AUDIT_COLUMNS, AuditHead, AuditRow
@@ -23,6 +24,11 @@ _EVENT_NAME = re.compile(r"[a-z_]{1,64}")
 
 def _literals(events: Sequence[str]) -> str:
     """Event names inlined as literals (so a partial index on them applies); names are checked first."""
+    return _inlined(tuple(events))
+
+
+@lru_cache(maxsize=64)
+def _inlined(events: tuple[str, ...]) -> str:
     if not all(_EVENT_NAME.fullmatch(e) for e in events):
         raise ValueError(f"not an event name: {events!r}")
     return ", ".join(f"'{e}'" for e in events)

@@ -476,7 +476,7 @@ class _Reads:
     vector_rows = _search.vector_rows
     has_vectors = _search.has_vectors
     candidates = _search.candidates
-    session_window = _search.session_window
+    session_windows = _search.session_windows
     ranked = _search.ranked
     scope_totals = _search.scope_totals
     term_documents = _search.term_documents
@@ -507,17 +507,13 @@ class Snapshot(_Reads):
     """A read of committed data on one connection (``SqliteBackend.read``, or the write connection outside any
     transaction for ``run_exclusive`` and ``after_commit``)."""
 
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "execute", "executemany")
     writing = False
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._c = conn
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
-        return self._c.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor:
-        return self._c.executemany(sql, rows)
+        self.execute = conn.execute  # the connection's own methods: no Python frame per statement
+        self.executemany = conn.executemany
 
     def flush_fts(self) -> None:
         """Nothing is queued outside a write transaction."""

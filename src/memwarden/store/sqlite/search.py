@@ -64,13 +64,15 @@ def candidates(db: Handle, view: View, keys: Sequence[int]) -> list[CandidateRow
                       f" AND {w}", (*keys, *params)).fetchall()
 
 
-def session_window(db: Handle, view: View, session_id: str, lo: int, hi: int, *, descending: bool, limit: int
-                   ) -> list[CandidateRow]:
+def session_windows(db: Handle, view: View, windows: Sequence[tuple[str, int, int, bool, int]]
+                    ) -> list[list[CandidateRow]]:
     """NOT INDEXED: walk the rowid range (at most hi - lo + 1 rows), never the scope's index (the whole scope)."""
     w, params = where(view)
-    return db.execute(f"SELECT {CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid BETWEEN ? AND ?"
-                      f" AND m.session_id = ? AND {w} ORDER BY m.rowid {'DESC' if descending else 'ASC'} LIMIT ?",
-                      (lo, hi, session_id, *params, limit)).fetchall()
+    base = (f"SELECT {CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid BETWEEN ? AND ?"
+            f" AND m.session_id = ? AND {w} ORDER BY m.rowid")
+    return [db.execute(f"{base} {'DESC' if descending else 'ASC'} LIMIT ?",
+                       (lo, hi, session_id, *params, limit)).fetchall()
+            for session_id, lo, hi, descending, limit in windows]
 
 
 def ranked(db: Handle, view: View, keys: Sequence[int]) -> list[tuple[int, RecordRow]]:

@@ -4,6 +4,8 @@ checked by ``View``) so the planner sees them as it always did; every other valu
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from memwarden.store.base import ACTIVE, ORDER_KEYS, RECORD_COLUMNS, REVIEW, Order, View
 
 SELECT_COLS = ", ".join(f"m.{c}" for c in RECORD_COLUMNS)
@@ -38,7 +40,14 @@ def marks(n: int) -> str:
 
 
 def where(view: View, alias: str = "m") -> tuple[str, list[object]]:
-    """``(predicate, params)`` restricting rows of ``memories`` (as ``alias``) to what ``view`` lets through."""
+    """``(predicate, params)`` restricting rows of ``memories`` (as ``alias``) to what ``view`` lets through.
+    Compiled once per distinct view (a search asks with the same one dozens of times)."""
+    sql, params = _compiled(view, alias)
+    return sql, list(params)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(view: View, alias: str) -> tuple[str, tuple[object, ...]]:
     a = alias
     parts: list[str] = []
     params: list[object] = []
@@ -77,7 +86,7 @@ def where(view: View, alias: str = "m") -> tuple[str, list[object]]:
     if view.unfolded_at is not None:
         parts.append(_UNFOLDED.format(a=a))
         params.append(view.unfolded_at)
-    return " AND ".join(parts) or "1", params
+    return " AND ".join(parts) or "1", tuple(params)
 
 
 def _agents(agents: tuple[str, ...], a: str) -> tuple[str, list[object]]:
