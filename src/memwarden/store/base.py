@@ -28,8 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from memwarden.records import Record
@@ -93,14 +92,7 @@ ORDER_KEYS: dict[Order, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """Which records a read may return. Every field is a parameter of the engine's query (S3): the scope
-    (``tenant`` → ``user`` → ``agents``, each ``None`` meaning every value below the one above), the reader's
-    ``clearance`` (``sensitivity <= clearance``), ``status``, expiry (``live_at``: unexpired at that time, D2;
-    ``expired_at``: expired by then, for purges), and narrower filters. ``tenant=None`` (every tenant) exists for
-    the operator's lookups by id and the system's purge only: build it with :meth:`unscoped`, never by accident."""
-
+class _ViewFields(NamedTuple):
     tenant: str | None
     user: str | None = None
     agents: tuple[str, ...] | None = None  # agent keys ('' = the user's shared records)
@@ -114,13 +106,31 @@ class View:
     vouched: bool = False  # trusted, or approved by an operator (T5: procedures trigger matching may use)
     unfolded_at: int | None = None  # not represented by a consolidation record active and live then (Q4)
 
-    def __post_init__(self) -> None:
-        if (self.user is not None and self.tenant is None) or (self.agents is not None and self.user is None):
+
+class View(_ViewFields):
+    """Which records a read may return. Every field is a parameter of the engine's query (S3): the scope
+    (``tenant`` → ``user`` → ``agents``, each ``None`` meaning every value below the one above), the reader's
+    ``clearance`` (``sensitivity <= clearance``), ``status``, expiry (``live_at``: unexpired at that time, D2;
+    ``expired_at``: expired by then, for purges), and narrower filters. ``tenant=None`` (every tenant) exists for
+    the operator's lookups by id and the system's purge only: build it with :meth:`unscoped`, never by accident.
+
+    Immutable and hashable (a named tuple: every read builds one, so it must cost next to nothing); checked
+    when it is made."""
+
+    __slots__ = ()
+
+    def __new__(cls, tenant: str | None, user: str | None = None, agents: tuple[str, ...] | None = None,
+                clearance: int | None = None, status: str | None = None, live_at: int | None = None,
+                expired_at: int | None = None, kind: str | None = None, ids: tuple[str, ...] | None = None,
+                due: tuple[int, int] | None = None, vouched: bool = False, unfolded_at: int | None = None) -> View:
+        if (user is not None and tenant is None) or (agents is not None and user is None):
             raise ValueError("a View narrows tenant → user → agents: name the levels above")
-        if self.status not in (None, ACTIVE, REVIEW):
-            raise ValueError(f"unknown status {self.status!r}")
-        if (self.agents is not None and not self.agents) or (self.ids is not None and not self.ids):
+        if status not in (None, ACTIVE, REVIEW):
+            raise ValueError(f"unknown status {status!r}")
+        if (agents is not None and not agents) or (ids is not None and not ids):
             raise ValueError("an empty agents or ids filter matches nothing: do not read at all")
+        return tuple.__new__(cls, (tenant, user, agents, clearance, status, live_at, expired_at, kind, ids, due,
+                                   vouched, unfolded_at))
 
     @classmethod
     def of(cls, scope: Scope, *, shared: bool = False, **filters: Any) -> View:
