@@ -97,8 +97,7 @@ class HybridSearch:
         rk = self.ranking
         svc = self.service
         # records folded into an active consolidation are represented by it (Q4)
-        now = now_ms()
-        view = svc._visible(ctx, now, kind=kind, unfolded_at=now)
+        view = svc._visible(ctx, kind=kind, unfolded_at=now_ms())  # visibility at the service's clock
         scope = ctx.scope
         agents = [scope.agent_key] + ([""] if ctx.read_shared and not scope.is_shared else [])
         hasher = svc.backend.indexer.hasher
@@ -118,7 +117,8 @@ class HybridSearch:
                 return [], skipped
             self._fuse(cands, qvec is not None)
             if rk.mode != "bm25" and rk.expand > 0:
-                self._expand(db, svc._visible(ctx, now, kind=Kind.EPISODE, unfolded_at=now), cands)
+                self._expand(db, svc._visible(ctx, view.live_at, kind=Kind.EPISODE, unfolded_at=view.unfolded_at),
+                             cands)
             self._weigh(cands)
             best = sorted(cands.values(), key=lambda c: (-c.score, c.rowid))[:k]
             order = {c.rowid: i for i, c in enumerate(best)}
