@@ -528,10 +528,12 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
     service = memwarden.open(db)
     try:
         preload_s = preload(service, search_users, args.records, args.seed)
+        # REST: an application that reports its sessions' ingest (issue 13: without the profile, saves are held)
         save_tokens = [(auth.create_token(service, "agent", TENANT, user=f"save-{i}", agent="agent",
-                                          name=f"save-{i}")[0], f"save-{i}") for i in range(top)]
+                                          name=f"save-{i}", host_reports_ingest=True)[0], f"save-{i}")
+                       for i in range(top)]
         search_tokens = [(auth.create_token(service, "agent", TENANT, user=search_users[i % len(search_users)],
-                                            agent="agent", name=f"search-{i}")[0],
+                                            agent="agent", name=f"search-{i}", host_reports_ingest=True)[0],
                           search_users[i % len(search_users)]) for i in range(top)]
         mcp_save_tokens = [(auth.create_token(service, "agent", TENANT, user=f"mcp-save-{i}", agent="agent",
                                               name=f"mcp-save-{i}")[0], f"mcp-save-{i}")

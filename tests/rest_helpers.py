@@ -42,16 +42,21 @@ class Api:
 
 
 def make_api(service: MemoryService, config: ServerConfig | None = None) -> Api:
+    """The app and its tokens. The agent tokens ``agent_a``, ``agent_b`` and ``agent_t2`` have the
+    host-reports-ingest profile (their host reports what it ingests, so their sessions start clean);
+    ``agent_a_unreported`` (user A's scope too) has not: its sessions are untrusted from their start."""
     tokens: dict[str, str] = {}
-    for name, role, tenant, user, agent in (
-        ("agent_a", "agent", "acme", "u-a", "bot"),
-        ("agent_b", "agent", "acme", "u-b", "bot"),
-        ("agent_t2", "agent", "globex", "u-a", "bot"),
-        ("op", "operator", "acme", None, None),
-        ("op_a", "operator", "acme", "u-a", None),
-        ("op_t2", "operator", "globex", None, None),
+    for name, role, tenant, user, agent, reports in (
+        ("agent_a", "agent", "acme", "u-a", "bot", True),
+        ("agent_b", "agent", "acme", "u-b", "bot", True),
+        ("agent_t2", "agent", "globex", "u-a", "bot", True),
+        ("agent_a_unreported", "agent", "acme", "u-a", "bot", False),
+        ("op", "operator", "acme", None, None, False),
+        ("op_a", "operator", "acme", "u-a", None, False),
+        ("op_t2", "operator", "globex", None, None, False),
     ):
-        tokens[name], _ = auth.create_token(service, role, tenant, user=user, agent=agent, name=name)
+        tokens[name], _ = auth.create_token(service, role, tenant, user=user, agent=agent, name=name,
+                                            host_reports_ingest=reports)
     client = TestClient(create_app(service, config), raise_server_exceptions=False)
     return Api(client, service, tokens)
 

@@ -35,6 +35,8 @@ _ENV_KEYS = ("MEMWARDEN_KEY", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
 
 def _env(db: Path, token: str | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in _ENV_KEYS}
+    if "PYTHONPATH" in os.environ:  # the server runs the code under test (a worktree's src/)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env["MEMWARDEN_URL"] = str(db)
     if token is not None:
         env["MEMWARDEN_TOKEN"] = token

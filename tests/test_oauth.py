@@ -204,7 +204,7 @@ def test_i13_memwarden_tokens_keep_working_unless_turned_off(store: MemoryServic
 @pytest.fixture
 def oauth_api(store: MemoryService, issuer: Issuer, tmp_path: Path) -> Iterator[tuple[Api, Issuer]]:
     cfg = OAuthConfig(ISSUER, jwks=str(issuer.write_jwks(tmp_path / "jwks.json")),
-                      operator_scope="memwarden:operator")
+                      operator_scope="memwarden:operator", ingest_scope="memwarden:reports-ingest")
     a = make_api(store, ServerConfig(oauth=cfg))  # audience: the default, the MCP resource URL
     with a.client:
         yield a, issuer
@@ -214,9 +214,19 @@ def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def test_T2_agent_jwt_without_the_ingest_scope_is_untrusted_from_the_start(oauth_api: tuple[Api, Issuer]) -> None:
+    api, issuer = oauth_api
+    for scope, status in (("memwarden:agent", "review"), ("memwarden:agent memwarden:reports-ingest", "accepted")):
+        h = _bearer(issuer.token(scope=scope, sub=f"u-{status}"))
+        sid = api.client.post("/v1/sessions", headers=h).json()["session_id"]
+        saved = api.client.post(f"/v1/sessions/{sid}/tools/memory_save", headers=h,
+                                json={"content": "User likes green tea", "kind": "preference"})
+        assert saved.json()["result"]["status"] == status, (scope, saved.text)
+
+
 def test_i13_rest_agent_routes_accept_an_agent_jwt(oauth_api: tuple[Api, Issuer]) -> None:
     api, issuer = oauth_api
-    h = _bearer(issuer.token())
+    h = _bearer(issuer.token(scope="memwarden:agent memwarden:reports-ingest"))
     started = api.client.post("/v1/sessions", headers=h)
     assert started.status_code == 201, started.text
     sid = started.json()["session_id"]

@@ -28,6 +28,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("POST", "/v1/sessions"): "agent",
     ("GET", "/v1/sessions/{session_id}/block"): "agent",
     ("POST", "/v1/sessions/{session_id}/ingest"): "agent",
+    ("POST", "/v1/ingest"): "agent",
     ("POST", "/v1/sessions/{session_id}/tools/{name}"): "agent",
     ("POST", "/v1/sessions/{session_id}/turns"): "agent",
     ("DELETE", "/v1/sessions/{session_id}"): "agent",

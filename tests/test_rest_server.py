@@ -20,7 +20,8 @@ from rest_helpers import start_serve
 
 def test_serve_over_http_P1_T1_and_graceful_shutdown(db_path: Path) -> None:
     with memwarden.open(db_path) as svc:
-        agent, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot")
+        # the application reports its sessions' ingest (the ingest route below): the token says so (issue 13)
+        agent, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot", host_reports_ingest=True)
         operator, _ = auth.create_token(svc, "operator", "acme")
     proc, base = start_serve(db_path, os.environ.copy(), capture=True)
     try:

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memwarden
-from memwarden import audit, auth, doctor
+from memwarden import audit, auth, doctor, upgrade
 from memwarden.cli import app
 from memwarden.retrieval import EMBEDDER_SETTING, TOKENIZER_SETTING
 from memwarden.retrieval.tokenize import TOKENIZER_VERSION
@@ -296,7 +296,7 @@ def test_I4_T3_store_of_an_earlier_version_is_signed_once_and_audited(db_path: P
         assert migrated[0]["details"] == {
             "settings": {"embedder": "hash", "fts_tokenizer": TOKENIZER_VERSION},
             "tokens_signed": [lv.token_id, r.token_id, v.token_id],
-            "tokens_refused": [e.token_id], "tokens_kept_revoked": [v.token_id]}
+            "tokens_refused": [e.token_id], "tokens_kept_revoked": [v.token_id], "token_rows": upgrade.TOKEN_ROWS}
         assert auth.authenticate(store, live).name == "live"
         for tok, why in ((revoked, "revoked"), (revived, "revoked"), (edited, "fails verification")):
             with pytest.raises(auth.AuthError, match=why):
@@ -340,6 +340,46 @@ def test_I4_new_store_is_marked_without_an_audit_event(store: MemoryService) -> 
     # its only event is the anchor's (I5): no settings_migrated
     assert [r["event"] for r in audit.log_rows(store.backend, limit=10)] == ["anchor_created"]
     with store.backend.read() as conn:
-        assert store.settings.get(conn, MIGRATED) == "1"
+        assert store.settings.get(conn, MIGRATED) == upgrade.DONE
         assert store.settings.get(conn, TOKENIZER) == TOKENIZER_VERSION
     assert doctor.run(store) == []
+
+
+def _issue12(store: MemoryService, db: Path) -> None:
+    """Turn ``db`` into a store as issue 12 left it: token rows signed over their first nine fields (no profile,
+    no expiry) and the upgrade mark ``1``."""
+    rows = store.backend.query("SELECT id, role, tenant, user_id, agent, name, token_hash, created_at, revoked_at"
+                               " FROM tokens")
+    old = [(store.signer.mac_fields(b"memwarden.token-row.v2", r), r[0]) for r in rows]
+    store.backend.run_write(lambda tx: store.settings.put(tx, MIGRATED, upgrade.SIGNED_SETTINGS))
+    raw_sql(db, *[("UPDATE tokens SET signature = ? WHERE id = ?", o) for o in old])
+
+
+def test_I4_T3_token_rows_of_issue_12_are_resigned_without_a_profile_and_a_planted_profile_is_refused(
+        db_path: Path) -> None:
+    with memwarden.open(db_path) as store:
+        plain, p = auth.create_token(store, "agent", "acme", user="u-42", agent="support", name="plain")
+        planted, q = auth.create_token(store, "agent", "acme", user="u-42", agent="support", name="planted")
+        revoked, r = auth.create_token(store, "operator", "acme", name="revoked")
+        auth.revoke_token(store, r.token_id)
+        _issue12(store, db_path)
+    # before the upgrade, an attacker gives one token the profile (no earlier version could set it)
+    raw_sql(db_path, ("UPDATE tokens SET host_reports_ingest = 1 WHERE id = ?", (q.token_id,)))
+    with memwarden.open(db_path) as store:
+        (migrated,) = audit.log_rows(store.backend, event="settings_migrated")
+        assert migrated["details"] == {"settings": {}, "tokens_signed": [p.token_id, r.token_id],
+                                       "tokens_refused": [q.token_id], "tokens_kept_revoked": [],
+                                       "token_rows": upgrade.TOKEN_ROWS}
+        who = auth.authenticate(store, plain)
+        assert (who.name, who.host_reports_ingest, who.expires_at) == ("plain", False, None)
+        with pytest.raises(auth.AuthError, match="fails verification"):
+            auth.authenticate(store, planted)
+        with pytest.raises(auth.AuthError, match="revoked"):
+            auth.authenticate(store, revoked)
+    with memwarden.open(db_path) as store:  # done once, even with its mark deleted
+        raw_sql(db_path, ("DELETE FROM settings WHERE name = ?", (MIGRATED,)))
+    with memwarden.open(db_path) as store:
+        assert len(audit.log_rows(store.backend, event="settings_migrated")) == 1
+        with store.backend.read() as conn:
+            assert store.settings.get(conn, MIGRATED) == upgrade.DONE
+        assert audit.verify(store.backend, store.signer) == []

@@ -65,7 +65,8 @@ def _drive(base: str, token: str, operator: str, marker: str) -> None:
 def test_i13_json_logs_carry_no_memory_content_token_or_authorization(db_path: Path, tmp_path: Path) -> None:
     marker = "Zorbl" + "".join(secrets.choice("aeioulmnrst") for _ in range(8))  # a word, not a secret (G3)
     with memwarden.open(db_path) as svc:
-        agent, who = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot", name="bot-1")
+        agent, who = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot", name="bot-1",
+                                          host_reports_ingest=True)
         operator, _ = auth.create_token(svc, "operator", "acme", name="ops-1")
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as out:

@@ -118,7 +118,7 @@ class Writers:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_I3_shutdown_finishes_in_flight_writes_and_exits_within_the_bound(db_path: Path, sig: int) -> None:
     with memwarden.open(db_path) as svc:
-        token, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot")
+        token, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot", host_reports_ingest=True)
     proc, base = start_serve(db_path, os.environ.copy(), args=["--shutdown-timeout", str(SHUTDOWN_TIMEOUT)])
     try:
         sid = httpx.post(f"{base}/v1/sessions", headers={"Authorization": f"Bearer {token}"}).json()["session_id"]
@@ -159,7 +159,7 @@ def test_I3_shutdown_finishes_in_flight_writes_and_exits_within_the_bound(db_pat
 
 def test_i13_slow_body_is_408_and_idle_keep_alive_is_closed(db_path: Path) -> None:
     with memwarden.open(db_path) as svc:
-        token, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot")
+        token, _ = auth.create_token(svc, "agent", "acme", user="u-1", agent="bot", host_reports_ingest=True)
     proc, base = start_serve(db_path, os.environ.copy(), args=["--body-timeout", "1", "--keep-alive-timeout", "1"])
     try:
         sock = _raw_request(base, "/v1/sessions", token, b'{"workspace": []}')

@@ -16,13 +16,15 @@ POLICY = TaintPolicy.default()
 
 
 @pytest.mark.parametrize(("tool", "category"), [
-    ("web_fetch", "always"), ("WebFetch", "unknown"), ("web_search", "always"), ("browser_navigate", "always"),
+    ("web_fetch", "always"), ("WebFetch", "always"), ("WebSearch", "always"), ("web_search", "always"),
+    ("browser_navigate", "always"),
     ("http_get", "always"), ("fetch_url", "always"), ("curl", "always"), ("session_search", "always"),
     ("delegate_task", "always"), ("spawn_agent", "always"), ("task", "always"), ("run_subagent", "always"),
     ("google_search", "always"), ("read_email", "always"),
     ("github__get_issue", "mcp"), ("filesystem__read_file", "mcp"), ("brave__web_search", "mcp"),
     ("memory_save", "never"), ("memory_search", "never"), ("get_time", "never"), ("calculator", "never"),
     ("read_file", "path"), ("cat", "path"), ("grep", "path"), ("list_dir", "path"),
+    ("Read", "path"), ("Edit", "path"), ("Glob", "path"), ("TodoWrite", "never"), ("Bash", "unknown"),
     ("send_email", "unknown"), ("deploy", "unknown"), ("python", "unknown"), ("__init__", "unknown"),
 ])
 def test_t1_policy_table_categories(tool: str, category: str) -> None:

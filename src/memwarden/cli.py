@@ -1485,6 +1485,12 @@ def serve(
                                  help="A token whose scope holds this is an operator of its tenant (default: "
                                       "none is; every token of the issuer is an agent).")
     ] = None,
+    oauth_ingest_scope: Annotated[
+        str | None, typer.Option(envvar="MEMWARDEN_OAUTH_INGEST_SCOPE", show_default=False,
+                                 rich_help_panel=_OAUTH,
+                                 help="An agent token whose scope holds this declares that its host reports "
+                                      "ingest (memwarden hook); without it, every save is held for review.")
+    ] = None,
     memwarden_tokens: Annotated[
         bool, typer.Option("--memwarden-tokens/--no-memwarden-tokens", envvar="MEMWARDEN_OWN_TOKENS",
                            rich_help_panel=_OAUTH,
@@ -1522,9 +1528,10 @@ def serve(
             oauth_issuer, audience=oauth_audience, jwks=oauth_jwks,
             algorithms=tuple(a.strip() for a in oauth_algorithms.split(",") if a.strip()),
             tenant_claim=oauth_tenant_claim, user_claim=oauth_user_claim, agent_claim=oauth_agent_claim,
-            operator_scope=oauth_operator_scope)
-    elif oauth_audience or oauth_jwks or oauth_operator_scope:
-        raise CliError("--oauth-audience, --oauth-jwks and --oauth-operator-scope need --oauth-issuer", EXIT_USAGE)
+            operator_scope=oauth_operator_scope, ingest_scope=oauth_ingest_scope)
+    elif oauth_audience or oauth_jwks or oauth_operator_scope or oauth_ingest_scope:
+        raise CliError("--oauth-audience, --oauth-jwks, --oauth-operator-scope and --oauth-ingest-scope need "
+                       "--oauth-issuer", EXIT_USAGE)
     if not memwarden_tokens and issuer_config is None:
         raise CliError("--no-memwarden-tokens needs --oauth-issuer (else no token would be accepted)", EXIT_USAGE)
     state = _state(ctx)
@@ -1684,13 +1691,24 @@ McpAgentOpt = Annotated[
 ]
 
 
+HostReportsOpt = Annotated[
+    bool,
+    typer.Option("--host-reports-ingest",
+                 help="Local set-up without a token: the host reports what the model reads (`memwarden hook`), so "
+                      "the session starts clean. With a token, its signed profile decides (token create "
+                      "--host-reports-ingest); this flag cannot give a token the profile."),
+]
+
+
 @app.command()
-def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None) -> None:
+def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agent: McpAgentOpt = None,
+        host_reports_ingest: HostReportsOpt = False) -> None:
     """Serve the memory tools over MCP stdio to one local client (Claude Desktop, Claude Code, IDE agents).
 
     Identity: $MEMWARDEN_TOKEN (an agent token), or --tenant/--user/--agent for a single-user set-up; never the model.
 
-    The server cannot see the host's other tool calls, so every save is held for review (memwarden review list).
+    The server cannot see the host's other tool calls: unless the token's profile (or --host-reports-ingest) says
+    the host reports them with `memwarden hook`, every save is held for review (memwarden review list).
 
     Needs the MCP SDK: pip install 'memwarden\\[server]'. Set-up for clients: docs/server.md."""
     try:
@@ -1700,19 +1718,92 @@ def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agen
             raise
         raise CliError("memwarden mcp needs the MCP Python SDK, which is not installed: "
                        "pip install 'memwarden[server]'") from None
+    from memwarden.identity import local_identity, token_identity
+
     token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
     if not token:  # checked before the store is opened: a missing identity creates nothing
         try:
-            identity = mcp_server.local_identity(tenant, user, agent)
+            identity = local_identity(tenant, user, agent, host_reports_ingest)
         except MemwardenError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
     service = _state(ctx).service()
     if token:
-        identity = mcp_server.token_identity(service, token, tenant, user, agent)
+        identity = token_identity(service, token, tenant, user, agent, host_reports_ingest)
     session = mcp_server.start_session(service, identity)
-    typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; "
-               "saves are held for review (the host does not report its ingest)", err=True)
-    mcp_server.serve_stdio(session)
+    trust = ("the host reports its ingest (memwarden hook): saves are held once it reports untrusted content"
+             if identity.reports_ingest else "saves are held for review (the host does not report its ingest)")
+    typer.echo(f"memwarden mcp: serving {identity.scope} ({identity.via}) over stdio, session {session.id}; {trust}",
+               err=True)
+    mcp_server.serve_stdio(session, identity)
+
+
+@app.command()
+def hook(
+    ctx: typer.Context,
+    tenant: TenantOpt = None,
+    user: UserOpt = None,
+    agent: McpAgentOpt = None,
+    workspace: Annotated[list[str] | None, typer.Option(
+        "--workspace", show_default=False,
+        help="A workspace root (repeatable): reads of files below it do not taint. Default: $CLAUDE_PROJECT_DIR, "
+             "else the hook input's cwd.")] = None,
+    server: Annotated[str | None, typer.Option(
+        "--server", envvar="MEMWARDEN_SERVER", show_default=False,
+        help="Report to a running `memwarden serve` at this base URL (POST /v1/ingest) with $MEMWARDEN_TOKEN, "
+             "instead of writing to the store (the root --db/--url names the database, not the server).")] = None,
+    own_server: Annotated[str, typer.Option(
+        "--self", help="The name the host gives memwarden's MCP server: its own tools (mcp__<name>__memory_*) "
+                       "are not ingest.")] = "memwarden",
+) -> None:
+    """Report one tool call of the host to memwarden: a tool-use hook's JSON on stdin (Claude Code's PreToolUse
+    and PostToolUse hooks), judged by the taint policy; one that taints taints every session of the scope.
+
+    Identity: $MEMWARDEN_TOKEN (an agent token: its own scope only), or --tenant/--user/--agent.
+
+    Fail closed: input it cannot judge taints the scope, and any problem exits 2 with one line on stderr (Claude
+    Code then blocks the tool). Settings for Claude Code: docs/server.md."""
+    try:
+        _hook(ctx, tenant, user, agent, workspace or [], server, own_server)
+    except typer.Exit:
+        raise
+    except Exception as exc:  # every failure is one line and exit 2: the host must not run the tool unreported
+        from memwarden import hook as hook_mod
+
+        known = (hook_mod.HookError, MemwardenError, CliError, OSError, *DATABASE_ERRORS, ValueError)
+        message = str(exc) if isinstance(exc, known) else f"internal error: {type(exc).__name__}"
+        _error_line(f"memwarden hook: {message}")
+        raise typer.Exit(hook_mod.EXIT_BLOCK) from None
+
+
+def _hook(ctx: typer.Context, tenant: str | None, user: str | None, agent: str | None, workspace: list[str],
+          server: str | None, own_server: str) -> None:
+    from memwarden import hook as hook_mod
+    from memwarden.host_ingest import is_own_tool
+    from memwarden.identity import local_identity, token_identity
+
+    call: hook_mod.HookCall | None = None
+    problem: str | None = None
+    try:
+        call = hook_mod.parse(hook_mod.read_input(sys.stdin.buffer))
+        roots = hook_mod.workspace_roots(workspace, call)
+        if is_own_tool(call.tool, own_server):
+            return  # memwarden's own tools return its own memories: nothing to report
+        hook_mod.reported_arguments(call)
+    except hook_mod.HookError as exc:  # reported as unjudged ingest, which taints (T6), then exit 2
+        call, problem, roots = None, str(exc), []
+    token = os.environ.get("MEMWARDEN_TOKEN", "").strip()
+    if server:
+        if not token:
+            raise CliError("--server needs $MEMWARDEN_TOKEN (an agent token) to report with", EXIT_USAGE)
+        hook_mod.report_remote(server, token, call, problem, roots)
+    else:
+        identity = None if token else local_identity(tenant, user, agent, command="hook")
+        service = _state(ctx).service()
+        if identity is None:
+            identity = token_identity(service, token, tenant, user, agent, command="hook")
+        hook_mod.report_local(service, identity, call, problem, roots)
+    if problem is not None:
+        raise hook_mod.HookError(f"{problem}; recorded as unjudged ingest: this scope's sessions are untrusted")
 
 
 # Operator review and credentials (T3) live in their own module; registered here, after every helper they use.

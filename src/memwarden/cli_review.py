@@ -32,6 +32,9 @@ from memwarden.cli import (
     preview,
     printable,
 )
+from memwarden.errors import InvalidInput
+from memwarden.records import now_ms
+from memwarden.timevalues import iso, parse_expiry
 
 TokenOpt = Annotated[
     str | None,
@@ -205,6 +208,16 @@ def token_create(
                                               help="Agent tokens: the agent of the scope.")] = None,
     name: Annotated[str | None, typer.Option(show_default=False, help="A name for the audit log (default: "
                                                                       "generated).")] = None,
+    host_reports_ingest: Annotated[bool, typer.Option(
+        "--host-reports-ingest",
+        help="Agent tokens: the host reports what its sessions ingest (the REST ingest route, `memwarden hook`), "
+             "so they start clean and are tainted by what it reports. Without it every session of the token is "
+             "untrusted from its start: its saves of facts, preferences and procedures are held for review.")
+    ] = False,
+    expires: Annotated[str | None, typer.Option(
+        "--expires", show_default=False,
+        help="Refuse the token from this time on: a duration (90d, 12h, 30m, 2w) or an ISO-8601 time "
+             "(2026-12-01T09:00Z). Default: until revoked.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a token and print it once (it is stored only hashed), with the scope it covers.
@@ -231,9 +244,18 @@ def token_create(
         raise CliError(f"an agent token is bound to one scope: pass --user and --agent{ignored}", EXIT_USAGE)
     if getattr(ctx.get_parameter_source("tenant"), "name", None) == "ENVIRONMENT":  # click's ParameterSource
         typer.echo(f"note: tenant {printable(tenant)} is from $MEMWARDEN_TENANT", err=True)
+    if host_reports_ingest and role != auth.AGENT:
+        raise CliError("--host-reports-ingest is for agent tokens", EXIT_USAGE)
+    expires_at = None
+    if expires is not None:
+        try:
+            expires_at = parse_expiry(expires, now_ms())
+        except InvalidInput as exc:
+            raise CliError(f"--expires: {exc}", EXIT_USAGE) from None
     service = _state(ctx).service()
     token, principal = auth.create_token(service, role, tenant, user=user, agent=agent, name=name,
-                                         actor=OPERATOR_ACTOR)
+                                         actor=OPERATOR_ACTOR, host_reports_ingest=host_reports_ingest,
+                                         expires_at=expires_at)
     if as_json:
         _echo_json({"token": token, **principal.to_dict()})
         return
@@ -241,6 +263,11 @@ def token_create(
     con.print(Text.assemble(("✓ created ", "green"), f"{role} token ", (principal.name, "cyan"),
                             f" ({principal.token_id})"))
     con.print(Text.assemble("  scope: ", (printable(principal.scope_text), "bold")))
+    if role == auth.AGENT:
+        con.print("  profile: " + ("the host reports its ingest: sessions start clean" if host_reports_ingest else
+                                   "the host does not report its ingest: every session is untrusted from its "
+                                   "start (saves held for review)"))
+    con.print(f"  expires: {iso(expires_at)}" if expires_at is not None else "  expires: never (until revoked)")
     con.print(Text("it is shown only now; store it like a password:", style="dim"))
     typer.echo(token)
 
@@ -253,12 +280,17 @@ def token_list(ctx: typer.Context, tenant: TenantOpt = None, as_json: JsonOpt = 
         _echo_json(rows)
         return
     table = Table(title=f"{_n(len(rows), 'token')}", box=box.SIMPLE_HEAVY, title_justify="left")
-    for col in ("id", "name", "role", "scope", "created (UTC)", "revoked", "row"):
+    for col in ("id", "name", "role", "scope", "host reports ingest", "created (UTC)", "expires", "revoked", "row"):
         table.add_column(col, overflow="fold")
+    now = now_ms()
     for r in rows:
         scope = "/".join(str(x) for x in (r["tenant"], r["user"], r["agent"]) if x)
-        table.add_row(r["id"], Text(printable(r["name"])), r["role"], Text(printable(scope)),
-                      _when(r["created_at"]), _when(r["revoked_at"]) if r["revoked_at"] else "-",
+        profile = "-" if r["role"] != auth.AGENT else ("yes" if r["host_reports_ingest"] else "no (saves held)")
+        exp = r["expires_at"]
+        expiry = "-" if not isinstance(exp, int) else (
+            _when(exp) + (" (expired)" if exp <= now else ""))
+        table.add_row(r["id"], Text(printable(r["name"])), r["role"], Text(printable(scope)), profile,
+                      _when(r["created_at"]), expiry, _when(r["revoked_at"]) if r["revoked_at"] else "-",
                       "signed" if r["verified"] else Text("edited: refused", style="red"))
     _console().print(table)
 

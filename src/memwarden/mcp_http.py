@@ -18,8 +18,9 @@ the token's id, never carrying identity — on the token's first request, and se
 token from it until it has been idle for ``session_idle_seconds`` (then the next request starts a new one) or the
 process stops. Its frozen block (P1) is the prompt and the resource for the whole session.
 
-Taint: like stdio, this server cannot see the host's other tool calls, so each session is untrusted from its
-start (:data:`memwarden.mcp_server.UNREPORTED_INGEST_KIND`): saves are held for review.
+Taint: like stdio, this server cannot see the host's other tool calls, so each session of a token without the
+host-reports-ingest profile is untrusted from its start (:mod:`memwarden.host_ingest`): saves are held for review.
+A token with the profile starts clean; what its host reports (``memwarden hook``, ``POST /v1/ingest``) taints it.
 """
 
 from __future__ import annotations
@@ -56,11 +57,13 @@ log = logging.getLogger("memwarden.mcp_http")
 
 MCP_PATH = "/mcp"
 AGENT_SCOPE, OPERATOR_SCOPE = "memwarden:agent", "memwarden:operator"
-UNREPORTED_INGEST_SOURCE = "MCP streamable-HTTP host (it does not report the tool calls and files the model read)"
+TRANSPORT = "MCP streamable HTTP"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-INSTRUCTIONS = mcp_server.INSTRUCTIONS.replace(  # one server for every token: the block is not in the instructions
+INSTRUCTIONS = mcp_server._INTRO.replace(  # one server for every token: the block is not in the instructions
     "The memory block below is", f"The memory block (prompt {mcp_server.PROMPT_NAME}, resource "
-    f"{mcp_server.RESOURCE_URI}) is")
+    f"{mcp_server.RESOURCE_URI}) is") + (
+    "Saves are held for a person to review first when this session is untrusted: when its token does not declare "
+    "that the host reports what the session reads, or the host reported untrusted content.")
 
 
 class MemwardenTokenVerifier:
@@ -94,7 +97,8 @@ class MemwardenTokenVerifier:
         return AccessToken(
             token=token, client_id=f"{kind}:{who.token_id}",
             scopes=[AGENT_SCOPE if who.role == AGENT else OPERATOR_SCOPE],
-            expires_at=None if found.expires_at is None else found.expires_at + leeway,
+            expires_at=(found.expires_at + leeway if found.expires_at is not None  # a JWT: seconds
+                        else None if who.expires_at is None else who.expires_at // 1000),  # a memwarden token: ms
             resource=self.resource_url, subject=who.token_id,
             claims={"iss": found.issuer or self.issuer_url, "memwarden": who.to_dict()})
 
@@ -105,8 +109,10 @@ def _principal() -> Principal:
     found = (token.claims or {}).get("memwarden") if token is not None else None
     if not isinstance(found, dict) or found.get("role") != AGENT:  # the SDK refuses these before any handler
         raise AuthError("MCP over HTTP needs an agent token")
+    expires = found.get("expires_at")
     return Principal(str(found["id"]), AGENT, str(found["tenant"]), str(found["user"]), str(found["agent"]),
-                     str(found["name"]))
+                     str(found["name"]), found.get("host_reports_ingest") is True,
+                     expires if isinstance(expires, int) else None)
 
 
 @dataclass
@@ -133,9 +139,10 @@ class TokenSessions:
                     if h.last_used < stale_before and not h.lock.locked()]
             held = self._held.get(who.token_id)
             if held is None:
-                identity = mcp_server.Identity(Scope(who.tenant, who.user or "", who.agent), f"token {who.name}")
-                held = self._held[who.token_id] = _Held(mcp_server.start_session(
-                    self._service, identity, UNREPORTED_INGEST_SOURCE))
+                identity = mcp_server.Identity(Scope(who.tenant, who.user or "", who.agent), f"token {who.name}",
+                                               who.actor, who.host_reports_ingest, who.expires_at)
+                held = self._held[who.token_id] = _Held(mcp_server.start_session(self._service, identity,
+                                                                                 TRANSPORT))
             held.last_used = time.monotonic()
         for h in gone:
             close_quietly(h.session)

@@ -63,6 +63,9 @@ class OAuthConfig:
     user_claim: str = "sub"
     agent_claim: str = "client_id,azp"  # the first of these the token has
     operator_scope: str | None = None  # None: no token of this issuer is ever an operator
+    # an agent token whose scope holds this declares that its host reports ingest (memwarden hook, POST
+    # /v1/ingest); None: no token of this issuer does, so every session starts untrusted (memwarden.host_ingest)
+    ingest_scope: str | None = None
     leeway: float = 30.0
     jwks_ttl: float = 300.0
 
@@ -83,6 +86,8 @@ class OAuthConfig:
                 raise InvalidInput(f"--oauth-{name}-claim must name at least one claim")
         if self.operator_scope is not None and (not self.operator_scope or " " in self.operator_scope):
             raise InvalidInput("--oauth-operator-scope is one scope name without spaces")
+        if self.ingest_scope is not None and (not self.ingest_scope or " " in self.ingest_scope):
+            raise InvalidInput("--oauth-ingest-scope is one scope name without spaces")
         if not 0 <= self.leeway <= 300:
             raise InvalidInput("the JWT leeway is 0 to 300 seconds")
         if not 10 <= self.jwks_ttl <= 86_400:
@@ -190,8 +195,9 @@ class JwtVerifier:
         sub = claims.get("sub")
         label = sub if isinstance(sub, str) and _printable(sub) else (user or tenant)
         digest = hashlib.sha256("\x00".join((cfg.issuer, role, tenant, user or "", agent or "")).encode()).hexdigest()
+        reports = not operator and cfg.ingest_scope is not None and cfg.ingest_scope in scopes
         principal = Principal(token_id=f"jwt-{digest[:24]}", role=role, tenant=tenant, user=user, agent=agent,
-                              name=f"jwt:{label[:100]}")
+                              name=f"jwt:{label[:100]}", host_reports_ingest=reports)
         exp = claims.get("exp")
         return Verified(principal, cfg.issuer, int(exp) if isinstance(exp, int | float) else None, scopes)
 

@@ -73,6 +73,11 @@ class Policy:
     # for a session that ingested untrusted content.
     extract_facts: bool = False
     taint: TaintPolicy = field(default_factory=TaintPolicy.from_env)  # T1: which tools taint a session
+    # Issue 13: a host's report that its scope ingested untrusted content (``memwarden hook``, POST /v1/ingest)
+    # taints every session of the scope open when it is made, and every session the scope starts within this
+    # many seconds after it: the host's conversation may have read the page before memwarden's session began
+    # (MCP over HTTP starts a new one after an idle hour). Longer over-taints, which is the safe direction.
+    host_report_window_seconds: float = 86_400.0
 
     def limits_for(self, kind: str) -> KindLimits:
         return self.limits.get(kind, DEFAULT_LIMITS[Kind(kind)])

@@ -33,7 +33,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memwarden import audit, logs, mcp_http, oauth, rest_stream, review, serving, transfer
+from memwarden import audit, host_ingest, logs, mcp_http, oauth, rest_stream, review, serving, transfer
 from memwarden.auth import AGENT, OPERATOR, AuthError, Principal
 from memwarden.errors import Forbidden, InvalidInput, MemwardenError, NotFound, RateLimited
 from memwarden.ids import new_id
@@ -58,6 +58,7 @@ EVENT_NAME = Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[a-z_]
 
 # --- configuration and state --------------------------------------------------------------------------------
 
+SEQ_MAX = 2**63 - 1  # audit sequence numbers are SQLite INTEGERs: a larger one is invalid input, not a 500
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -194,10 +195,14 @@ class StartBody(_Body):
     @field_validator("workspace")
     @classmethod
     def _paths(cls, roots: list[str]) -> list[str]:
-        for root in roots:
-            if "\x00" in root or not root.startswith("/") or not _utf8(root):
-                raise ValueError("a workspace root is an absolute path without NUL characters")
-        return roots
+        return _workspace_roots(roots)
+
+
+def _workspace_roots(roots: list[str]) -> list[str]:
+    for root in roots:
+        if "\x00" in root or not root.startswith("/") or not _utf8(root):
+            raise ValueError("a workspace root is an absolute path without NUL characters")
+    return roots
 
 
 def _require_text(value: Any, where: str, depth: int = 0) -> None:
@@ -242,6 +247,20 @@ class DocumentIn(_Body):
 class IngestBody(_Body):
     tool_calls: Annotated[list[ToolCallIn], Field(max_length=100)] = []
     documents: Annotated[list[DocumentIn], Field(max_length=100)] = []
+
+
+class HostIngestBody(IngestBody):
+    workspace: Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(
+        max_length=16, description="The host's workspace roots (absolute paths on the server's machine): a reported "
+                                   "file read outside them taints (T1).")] = []
+    host_session: Annotated[str | None, Field(max_length=200, description="The host's own session id (kept in the "
+                                                                          "audit log).")] = None
+    event: Annotated[str | None, Field(max_length=64, description="The host's hook event (PreToolUse, …).")] = None
+
+    @field_validator("workspace")
+    @classmethod
+    def _paths(cls, roots: list[str]) -> list[str]:
+        return _workspace_roots(roots)
 
 
 class TurnsBody(_Body):
@@ -401,10 +420,12 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     def start_session(who: Agent, body: Annotated[StartBody | None, Body()] = None) -> dict[str, Any]:
         sessions.check_room(who.token_id)
         scope = Scope(who.tenant, who.user or "", who.agent)
-        s = service.session(scope, workspace=(body.workspace if body else []))
+        s = host_ingest.start_session(service, scope, reports_ingest=who.host_reports_ingest, transport="REST",
+                                      via=f"token {who.name}", workspace=(body.workspace if body else []))
         sessions.add(s, who.token_id)
         return {"session_id": s.id, "block": s.system_block(), "sha256": s.snapshot_sha256,
-                "tools": list(TOOL_NAMES)}
+                "tools": list(TOOL_NAMES), "host_reports_ingest": who.host_reports_ingest, "tainted": s.tainted,
+                "reasons": list(s.ledger.reasons)}
 
     @app.get("/v1/sessions/{session_id}/block", tags=["agent"], summary="The frozen memory block (P1)")
     def get_block(session_id: SESSION_ID, who: Agent) -> dict[str, Any]:
@@ -421,6 +442,23 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
             return {"tainted": s.tainted, "reasons": list(s.ledger.reasons),
                     "decisions": [{"tainted": d.tainted, "reason": d.reason, "sources": list(d.sources)}
                                   for d in decisions]}
+
+    @app.post("/v1/ingest", tags=["agent"], summary="Report what the host ingested, for every session of the scope")
+    def host_ingest_report(who: Agent, body: HostIngestBody) -> dict[str, Any]:
+        """What ``memwarden hook --server`` sends: judged by the taint policy (T1) against ``workspace``; a call
+        that taints becomes a host ingest report of the token's own scope, which every session of that scope
+        (in any process sharing the store) applies before its next write. Each call is an audit event."""
+        for c in body.tool_calls:
+            _require_text([c.name, c.arguments, c.result_meta], "tool_calls")
+        _require_text([[d.source, d.kind] for d in body.documents], "documents")
+        _require_text([body.host_session, body.event], "host_session and event")
+        scope = Scope(who.tenant, who.user or "", who.agent)
+        judged = host_ingest.judge(service.policy.taint, body.workspace,
+                                   [(c.name, c.arguments, c.result_meta) for c in body.tool_calls],
+                                   [(d.source, d.kind) for d in body.documents])
+        reported = host_ingest.record(service, scope, judged, actor=who.actor, host_session=body.host_session or "",
+                                      event=body.event or "")
+        return {"tainted": any(r["tainted"] for r in reported), "reports": reported}
 
     @app.post("/v1/sessions/{session_id}/tools/{name}", tags=["agent"], summary="Call one memory tool")
     def call_tool(session_id: SESSION_ID, who: Agent,
@@ -562,7 +600,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                                                         )] = None,
                     user: Annotated[str | None, Query(min_length=1, max_length=128,
                                                       description="Only this user's sessions.")] = None,
-                    after: Annotated[int, Query(ge=0, le=(1 << 63) - 1,  # an audit seq is a 64-bit integer
+                    after: Annotated[int, Query(ge=0, le=SEQ_MAX,
                                                 description="Audit seq: rows after it (paging).")] = 0,
                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
         if user is not None:
@@ -607,7 +645,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                event: Annotated[list[EVENT_NAME] | None, Query(max_length=32,
                                                                description="Only these events (repeat it).")
                                 ] = None,
-               after: Annotated[int | None, Query(ge=0, description="Replay from after this audit seq "
+               after: Annotated[int | None, Query(ge=0, le=SEQ_MAX, description="Replay from after this audit seq "
                                                   "(default: only new events).")] = None,
                last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=20,
                                                            description="Resume after this event id (sent by "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from memwarden import procedures, tools
+from memwarden import host_ingest, procedures, tools
 from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.extract import ExtractionReport, Extractor, extract_into
 from memwarden.ids import new_id
@@ -70,6 +70,9 @@ class Session:
         self._base = Context(scope=scope, session_id=self.id, source_type=source_type, actor=actor,
                              clearance=clearance, read_shared=read_shared)
         self.ledger = Ledger(service.policy.taint, self.workspace)  # T1
+        # what hosts report for this scope from other processes (memwarden hook, POST /v1/ingest), issue 13
+        self._reports = host_ingest.ReportCursor(service, scope)
+        self._reports.pull(self.ledger)
         self._ctx, self._ctx_at = self._base, 0
         self.closed = False
         self.skipped_turns: list[tuple[int, str]] = []  # what the last record_turns left out, and why
@@ -104,8 +107,14 @@ class Session:
 
     @property
     def tainted(self) -> bool:
-        """True once the session ingested untrusted content (monotonic)."""
+        """True once the session ingested untrusted content (monotonic), reports of its host included."""
+        self.sync_reports()
         return self.ledger.tainted
+
+    def sync_reports(self) -> None:
+        """Apply what hosts reported for this session's scope since it last looked (:mod:`memwarden.host_ingest`:
+        ``memwarden hook``, ``POST /v1/ingest``); every write does this first."""
+        self._reports.pull(self.ledger)
 
     def _recalled(self, records: Iterable[Record], via: str) -> None:
         """T7: memories that reached the session are ingest — an automatically approved one taints it, and the
@@ -154,6 +163,7 @@ class Session:
     def _said_by(self, source: str | None) -> Context:
         """The context of a write whose words came from ``source`` (R2: the application says who said it).
         ``tool`` output is ingest too (T1): it taints the session before the write, so the write is held."""
+        self.sync_reports()
         if source is None:
             return self.context
         if source not in SAVE_SOURCES:
@@ -202,6 +212,7 @@ class Session:
         The whole list is validated first: a malformed message raises :class:`InvalidInput` naming it, and
         nothing is stored. Returns one :class:`RecordedTurn` per stored part, in order."""
         self._live()
+        self.sync_reports()
         turns = read_turns(messages)
         limit = self.service.policy.max_record_bytes
         out: list[RecordedTurn] = []
@@ -245,11 +256,13 @@ class Session:
 
     def remove(self, memory_id: str) -> list[str]:
         self._live()
+        self.sync_reports()
         return self.service.remove(self.context, memory_id)
 
     def clear(self, kind: str | None = None) -> list[str]:
         """Delete every memory in exactly this session's scope (S4)."""
         self._live()
+        self.sync_reports()
         return self.service.clear(self.context, kind)
 
     # --- P2: live reads ----------------------------------------------------------------------------------------
@@ -286,6 +299,7 @@ class Session:
         ``Policy.extract_facts`` is on, and never for a tainted session; every candidate passes the gate and the
         confidence threshold, and extracted facts at capacity evict lower-confidence extracted ones (D1)."""
         self._live()
+        self.sync_reports()
         return extract_into(self, extractor, turns)
 
     def match_procedures(self, text: str, limit: int = 5) -> list[Record]:

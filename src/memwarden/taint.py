@@ -512,6 +512,16 @@ class Ledger:
         self._taint(reason)
         return TaintDecision(True, reason, (src,))
 
+    def record_host_report(self, reason: str, sources: Sequence[str]) -> None:
+        """A report the host made in another process (``memwarden hook``, ``POST /v1/ingest``) that this
+        session's scope ingested untrusted content (:mod:`memwarden.host_ingest`): it taints, with its reason."""
+        self._calls += 1
+        for src in sources[:MAX_SOURCES]:
+            if isinstance(src, str) and src:
+                self._source(src)
+        self._taint(reason[:MAX_SOURCE_CHARS * 2] if isinstance(reason, str) and reason else
+                    "a host ingest report without a reason (fail closed)")
+
     # --- T7: recalled memory is ingested content -------------------------------------------------------------
 
     def record_recall(self, memory_id: str, trust: str, approval: str, content: str, via: str) -> None:

@@ -92,3 +92,27 @@ def check_due(kind: str, due_at: object, now: int, *, past_window_ms: int, allow
     if not allow_past and due_at < now - past_window_ms:
         raise InvalidInput(f"due {iso(due_at)} is in the past: a reminder due more than "
                            f"{past_window_ms / HOUR_MS:g} hours ago is never shown; give a future time")
+
+
+_DURATION_UNITS = {"s": 1000, "m": 60_000, "h": HOUR_MS, "d": DAY_MS, "w": 7 * DAY_MS}
+EXPIRY_EXAMPLE = "90d, 12h, 30m, 2w or 2026-12-01T09:00Z"
+
+
+def parse_expiry(value: Any, now: int) -> int:
+    """An expiry as unix ms: a duration from ``now`` (a whole number with a unit: ``s``, ``m``, ``h``, ``d``,
+    ``w``, e.g. ``90d``) or an ISO-8601 time (naive = UTC). It must lie in the future and in range;
+    :class:`InvalidInput` otherwise."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if 1 < len(text) <= 16 and text[-1] in _DURATION_UNITS and text[:-1].isascii() and text[:-1].isdigit():
+        at = now + int(text[:-1]) * _DURATION_UNITS[text[-1]]
+    else:
+        try:
+            at = parse_due(value)
+        except InvalidInput:
+            raise InvalidInput(f"an expiry is a duration or a time ({EXPIRY_EXAMPLE}); got {str(value)[:40]!r}"
+                               ) from None
+        if at is None:
+            raise InvalidInput(f"an expiry is a duration or a time ({EXPIRY_EXAMPLE})")
+    if at <= now:
+        raise InvalidInput(f"the expiry {iso(at) if in_range(at) else str(value)[:40]} is not in the future")
+    return check_ms(at, "expiry")

@@ -49,11 +49,20 @@ RECORD_COLUMNS = (
 AUDIT_COLUMNS = ("seq", "ts", "event", "tenant", "user_id", "agent", "session_id", "memory_id", "actor", "details",
                  "prev_hash", "hash")
 # A token row: the values of TOKEN_FIELDS (in the order the row's signature covers them), then the signature.
-TOKEN_FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at")
+# The first nine are what rows of issue 12 signed; the profile (0/1) and the expiry (unix ms or None) came with
+# issue 13, and an engine adds them to an older store's table when it opens it (the upgrade re-signs its rows).
+TOKEN_FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at",
+                "host_reports_ingest", "expires_at")
+TOKEN_REVOKED_AT = TOKEN_FIELDS.index("revoked_at")
+# A host ingest report row (issue 13, memwarden.host_ingest): the values of HOST_REPORT_FIELDS (in the order its
+# signature covers them; sources: a JSON list), then the signature.
+HOST_REPORT_FIELDS = ("seq", "tenant", "user_id", "agent", "reported_at", "actor", "host_session", "tool", "reason",
+                      "sources")
 
 RecordRow = tuple[Any, ...]
 AuditRow = tuple[Any, ...]
 TokenRow = tuple[Any, ...]
+HostReportRow = tuple[Any, ...]
 # A search candidate: (row key, agent, session id, kind, updated_at). A record's *row key* is an integer the engine
 # assigns when it stores the record (SQLite: its rowid); the derived indexes and their change log are keyed by it.
 CandidateRow = tuple[int, str, str, str, int]
@@ -319,6 +328,19 @@ class ConfigReads(Protocol):
         ...
 
 
+class HostReportReads(Protocol):
+    """What hosts reported their sessions ingested (issue 13): signed rows of exactly one scope, read by every
+    session of that scope before each write (so the common case, no new report, must be one index probe)."""
+
+    def host_report_before(self, scope: Scope, before_ms: int) -> int:
+        """The seq of exactly ``scope``'s newest report made before ``before_ms`` (unix ms; 0: none)."""
+        ...
+
+    def host_reports(self, scope: Scope, after_seq: int, limit: int) -> list[HostReportRow]:
+        """Exactly ``scope``'s reports with seq after ``after_seq``, oldest first, at most ``limit``."""
+        ...
+
+
 class InspectionReads(Protocol):
     """What ``doctor`` and the guided demo show about where a record is stored."""
 
@@ -329,7 +351,7 @@ class InspectionReads(Protocol):
         ...
 
 
-class Reads(RecordReads, SearchReads, AuditReads, ConfigReads, InspectionReads, Protocol):
+class Reads(RecordReads, SearchReads, AuditReads, ConfigReads, HostReportReads, InspectionReads, Protocol):
     """A read snapshot of committed data — or, inside a write transaction, of the transaction's own state."""
 
     writing: bool  # True inside a write transaction (its reads see its uncommitted rows)
@@ -379,7 +401,18 @@ class Writes(Reads, Protocol):
     def insert_token(self, fields: Sequence[object], signature: str) -> None: ...
 
     def sign_token(self, token_id: str, revoked_at: object, signature: str) -> None:
-        """Set a token's revocation and its new signature."""
+        """Set a token's revocation and its new signature (a revocation, or the upgrade re-signing a row)."""
+        ...
+
+    def next_host_report_seq(self) -> int:
+        """The seq this transaction's next host report takes: larger than every report's so far, and reports
+        become visible in seq order — a reader that has seen seq n never later finds a committed report of its
+        scope at or below n (``host_ingest.ReportCursor`` relies on it). The seq is signed with the row."""
+        ...
+
+    def insert_host_report(self, fields: Sequence[object], signature: str) -> None:
+        """Store one report: the values of HOST_REPORT_FIELDS (the seq from :meth:`next_host_report_seq`).
+        Rows are never updated or deleted (like audit rows)."""
         ...
 
     def put_setting(self, name: str, value: str, signature: str) -> None: ...

@@ -3,9 +3,9 @@
 ``backend.py`` — the connections, group commit, :class:`Snapshot` and :class:`Tx` (the contract's reads and
 writes); ``views.py`` — a ``View`` as a ``WHERE``; ``records.py`` — records, history, links and their index
 entries; ``search.py`` — what ranking reads; ``audit.py`` — the chained log; ``sessions.py``, ``tokens.py``,
-``settings.py``; ``checks.py`` — doctor's soundness checks; ``schema.py`` — the DDL; ``files.py`` — file modes
-(I6); ``fts_baseline.py`` — the plain FTS5 baseline of ``bench locomo``; ``outside.py`` — the demo's edit around
-the API."""
+``settings.py``, ``host_reports.py`` (the hosts' ingest reports, issue 13); ``checks.py`` — doctor's soundness
+checks; ``schema.py`` — the DDL; ``files.py`` — file modes (I6); ``fts_baseline.py`` — the plain FTS5 baseline of
+``bench locomo``; ``outside.py`` — the demo's edit around the API."""
 
 import sqlite3
 

@@ -5,8 +5,8 @@ in one process share an fsync.
 
 It implements the store contract (``store/base.py``): :class:`Snapshot` (a read) and :class:`Tx` (a write
 transaction) carry the contract's operations, each bound from the module that holds its SQL (records.py,
-search.py, audit.py, sessions.py, tokens.py, settings.py, checks.py). Scope (S1–S3) is always part of the SQL
-``WHERE`` a ``View`` compiles to (views.py); no read filters in Python.
+search.py, audit.py, sessions.py, tokens.py, settings.py, host_reports.py, checks.py). Scope (S1–S3) is always
+part of the SQL ``WHERE`` a ``View`` compiles to (views.py); no read filters in Python.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ from memwarden.retrieval.index import Indexer
 from memwarden.store import base
 from memwarden.store.sqlite import audit as _audit
 from memwarden.store.sqlite import checks as _checks
+from memwarden.store.sqlite import host_reports as _host_reports
 from memwarden.store.sqlite import records as _records
 from memwarden.store.sqlite import search as _search
 from memwarden.store.sqlite import sessions as _sessions
 from memwarden.store.sqlite import settings as _settings
 from memwarden.store.sqlite import tokens as _tokens
 from memwarden.store.sqlite.files import create_private, loose_modes
-from memwarden.store.sqlite.schema import DDL, SCHEMA_VERSION
+from memwarden.store.sqlite.schema import DDL, SCHEMA_VERSION, add_columns
 
 
 def default_db_path() -> Path:
@@ -147,6 +148,7 @@ class SqliteBackend:
 
         def schema(tx: Tx) -> None:
             tx.executescript_safe(DDL)  # the service rebuilds the FTS terms if they are of an older tokenizer
+            add_columns(tx)  # columns of newer versions on an older store's tables (their rows: memwarden.upgrade)
             tx.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
         self.run_write(schema)
@@ -501,6 +503,9 @@ class _Reads:
     setting = _settings.read
     settings = _settings.read_all
     meta = _settings.meta_rows
+    # host ingest reports (host_reports.py)
+    host_report_before = _host_reports.last_before
+    host_reports = _host_reports.after
 
 
 class Snapshot(_Reads):
@@ -536,6 +541,8 @@ class Tx(_Reads):
     end_session = _sessions.end_session
     insert_token = _tokens.insert
     sign_token = _tokens.set_signature
+    next_host_report_seq = _host_reports.next_seq
+    insert_host_report = _host_reports.insert
     put_setting = _settings.write
     put_meta = _settings.put_meta
     delete_meta = _settings.delete_meta

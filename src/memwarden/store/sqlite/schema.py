@@ -3,7 +3,14 @@ deletion (D3) and ``doctor`` can prove nothing is left behind."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memwarden.store.sqlite.backend import Tx
+
+SCHEMA_VERSION = 5  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log.
+# 5: tokens.host_reports_ingest and tokens.expires_at (issue 13; added to older tables by add_columns
+# below), host_reports
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -155,8 +162,28 @@ CREATE TABLE IF NOT EXISTS tokens (
     token_hash  TEXT NOT NULL UNIQUE,
     created_at  INTEGER NOT NULL,
     revoked_at  INTEGER,
-    signature   TEXT NOT NULL
+    signature   TEXT NOT NULL,
+    host_reports_ingest INTEGER NOT NULL DEFAULT 0,  -- agent tokens: the host reports what its sessions ingest
+    expires_at  INTEGER                          -- unix ms, NULL: until revoked
 );
+
+-- What hosts reported their sessions ingested, across processes (issue 13: ``memwarden hook``, ``POST
+-- /v1/ingest``): one signed row per report that taints, scoped by tenant/user/agent. Every open session of the
+-- scope reads the rows after the last one it saw before each write (memwarden.host_ingest), and seq is signed too.
+CREATE TABLE IF NOT EXISTS host_reports (
+    seq          INTEGER PRIMARY KEY,
+    tenant       TEXT    NOT NULL,
+    user_id      TEXT    NOT NULL,
+    agent        TEXT    NOT NULL,            -- '' = the user's shared scope
+    reported_at  INTEGER NOT NULL,            -- unix ms
+    actor        TEXT    NOT NULL,            -- who reported it (agent:<token name>, host:local)
+    host_session TEXT    NOT NULL,            -- the host's own session id, as it gave it ('' if none)
+    tool         TEXT    NOT NULL,
+    reason       TEXT    NOT NULL,
+    sources      TEXT    NOT NULL,            -- JSON list
+    signature    TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS host_reports_scope ON host_reports (tenant, user_id, agent, seq);
 
 -- Append-only, hash-chained (A1). hash = HMAC(key, prev_hash || fields); seq has no gaps.
 CREATE TABLE IF NOT EXISTS audit (
@@ -193,3 +220,23 @@ MEMORY_TABLES: dict[str, str] = {
     "memory_vectors": "rowid",  # keyed by memories.rowid, like memories_fts
     "memory_dupkeys": "rowid",
 }
+
+# Columns added to tables of older stores (CREATE TABLE IF NOT EXISTS leaves an existing table as it is):
+# table -> (column, its definition). Their values are signed by the module that owns the table; rows made
+# before the column existed are re-signed by the store's upgrade (memwarden.upgrade).
+ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tokens": (("host_reports_ingest", "INTEGER NOT NULL DEFAULT 0"), ("expires_at", "INTEGER")),
+}
+
+
+def add_columns(tx: Tx) -> list[str]:
+    """Add :data:`ADDED_COLUMNS` missing from an existing table (the open's schema transaction); returns
+    ``table.column`` for each added."""
+    added = []
+    for table, columns in ADDED_COLUMNS.items():
+        have = {row[1] for row in tx.execute(f"PRAGMA table_info({table})").fetchall()}
+        for name, definition in columns:
+            if name not in have:
+                tx.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+                added.append(f"{table}.{name}")
+    return added

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from memwarden.store.sqlite.backend import Handle as Conn
     from memwarden.store.sqlite.backend import Tx
 
-# Every field of a row, in the order its signature covers them (auth.row_fields), then the signature.
+# Every field of a row, in the order its signature covers them (auth._row_mac), then the signature.
 FIELDS = TOKEN_FIELDS
 _SELECT = f"SELECT {', '.join(FIELDS)}, signature FROM tokens"
 
@@ -47,6 +47,8 @@ def insert(tx: Tx, fields: Sequence[object], signature: str) -> None:
 
 
 def set_signature(tx: Tx, token_id: str, revoked_at: object, signature: str) -> None:
+    """Set a row's revocation and its new signature (a revocation; the store's upgrade re-signing a row, with the
+    revocation the audit log records). The other fields are never rewritten."""
     tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
 
 
