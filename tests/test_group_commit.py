@@ -1,4 +1,4 @@
-"""I2/I3 under group commit (store/sqlite.py): writers of one process that queue up share a commit, and still
+"""I2/I3 under group commit (store/sqlite/backend.py): writers of one process that queue up share a commit, and still
 every acknowledged write is durable, a failing write undoes only itself, a failed commit fails every write it
 held, and readers never see a group's uncommitted work."""
 
@@ -177,7 +177,7 @@ def test_i3_many_threads_saving_lose_nothing_and_keep_the_chain(store: MemorySer
     assert doctor.run(store) == []
 
 
-# --- FTS rows are queued until the group's COMMIT (store/sqlite.py FtsQueue) --------------------------------
+# --- FTS rows are queued until the group's COMMIT (store/sqlite/backend.py FtsQueue) --------------------------------
 
 
 def _fts_rows(store: MemoryService) -> set[int]:

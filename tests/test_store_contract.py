@@ -230,3 +230,30 @@ def test_a_view_narrows_tenant_user_agents_and_refuses_empty_filters() -> None:
 def test_the_footprint_counts_every_table_that_can_hold_a_memory(tmp_path: Path) -> None:
     with memwarden.open(tmp_path / "m.db", key=b"k" * 32) as store, store.backend.read() as db:
         assert set(MEMORY_TABLES) <= set(db.footprint("none", None))
+
+
+def test_host_reports_are_read_by_exactly_one_scope(tmp_path: Path) -> None:
+    """Issue 13's reports through the contract: a scope reads its own rows only — not another agent's, the user's
+    shared scope's, another user's or another tenant's — and seqs are handed out in order."""
+    scopes = [memwarden.Scope("t", "u", "a"), memwarden.Scope("t", "u", "b"), memwarden.Scope("t", "u"),
+              memwarden.Scope("t", "v", "a"), memwarden.Scope("s", "u", "a")]
+    with memwarden.open(tmp_path / "m.db", key=b"k" * 32) as store:
+        def work(tx: base.Writes) -> list[int]:
+            seqs = []
+            for at, scope in enumerate(scopes, start=1):
+                seq = tx.next_host_report_seq()
+                tx.insert_host_report((seq, scope.tenant, scope.user, scope.agent_key, at * 1000, "host:local", "",
+                                       "WebFetch", "web content", "[]"), "sig")
+                seqs.append(seq)
+            return seqs
+
+        seqs = store.backend.run_write(work)
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(scopes)
+        with store.backend.read() as db:
+            for seq, scope in zip(seqs, scopes, strict=True):
+                assert [r[0] for r in db.host_reports(scope, 0, 10)] == [seq]
+                assert db.host_reports(scope, seq, 10) == []
+                assert db.host_report_before(scope, 10**9) == seq
+                assert db.host_report_before(scope, 1) == 0
+            row = db.host_reports(scopes[2], 0, 10)[0]
+            assert dict(zip((*base.HOST_REPORT_FIELDS, "signature"), row, strict=True))["agent"] == ""
