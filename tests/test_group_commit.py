@@ -1,4 +1,4 @@
-"""I2/I3 under group commit (store/sqlite.py): writers of one process that queue up share a commit, and still
+"""I2/I3 under group commit (store/sqlite/backend.py): writers of one process that queue up share a commit, and still
 every acknowledged write is durable, a failing write undoes only itself, a failed commit fails every write it
 held, and readers never see a group's uncommitted work."""
 
@@ -177,7 +177,7 @@ def test_i3_many_threads_saving_lose_nothing_and_keep_the_chain(store: MemorySer
     assert doctor.run(store) == []
 
 
-# --- FTS rows are queued until the group's COMMIT (store/sqlite.py FtsQueue) --------------------------------
+# --- FTS rows are queued until the group's COMMIT (store/sqlite/backend.py FtsQueue) --------------------------------
 
 
 def _fts_rows(store: MemoryService) -> set[int]:
@@ -222,14 +222,15 @@ def test_i2_write_many_item_that_fails_leaves_no_fts_row(store: MemoryService, m
     from memwarden.service import Context
 
     indexer = store.backend.indexer
-    add = indexer.add
+    dup_key = indexer.dup_key
 
-    def add_then_fail(tx: Tx, rowid: int, r: Any) -> None:
-        add(tx, rowid, r)  # its FTS row is queued ...
+    def fail_after_the_fts_row(r: Any) -> int:
+        # the record's FTS row is queued before its near-duplicate key is computed (store/sqlite/records.py) ...
         if "payroll" in r.content:
             raise InvalidInput("this item fails after indexing")  # ... and its savepoint is rolled back
+        return dup_key(r)
 
-    monkeypatch.setattr(indexer, "add", add_then_fail)
+    monkeypatch.setattr(indexer, "dup_key", fail_after_the_fts_row)
     ctx = Context(SCOPE, session_id="s-gc", source_type="user", actor="system:test")
     out = store.write_many(ctx, [{"content": "The billing service runs on Kubernetes", "kind": "fact"},
                                  {"content": "The payroll job runs every Friday", "kind": "fact"},

@@ -19,7 +19,7 @@ from memwarden.retrieval import HashEmbedder, Ranking
 from memwarden.retrieval.embedders import EmbedderError
 from memwarden.retrieval.tokenize import terms
 from memwarden.service import Context, MemoryService
-from memwarden.store.schema import SCHEMA_VERSION
+from memwarden.store.sqlite.schema import SCHEMA_VERSION
 from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")

@@ -34,9 +34,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,8 @@ from memwarden.audit import head
 from memwarden.errors import KeyError_
 from memwarden.keys import default_key_path
 from memwarden.signing import Signer
+from memwarden.store import DATABASE_ERRORS
+from memwarden.store.base import Reads
 
 _DOMAIN = b"memwarden.anchor.v1"
 _MAGIC = "MWA1"
@@ -77,9 +79,10 @@ class Anchor:
 class AnchorFile:
     """The two-slot anchor file of one database."""
 
-    def __init__(self, directory: Path, signer: Signer, db_path: Path) -> None:
+    def __init__(self, directory: Path, signer: Signer, db_name: bytes) -> None:
+        """``db_name``: what names the database (``Engine.anchor_id``; SQLite: its resolved path)."""
         self._signer = signer
-        self.db_id = signer.mac(b"memwarden anchor id " + os.fsencode(db_path.resolve()))[:32]
+        self.db_id = signer.mac(b"memwarden anchor id " + db_name)[:32]
         self.path = directory / f"{self.db_id}.anchor"
         self._fd: int | None = None
         self._verified: dict[bytes, Anchor] = {}  # slot bytes already verified → their anchor
@@ -185,16 +188,17 @@ def _problem_forked(a: Anchor) -> str:
 class AnchorKeeper:
     """Checks a store against its anchor at open and after commits, and advances the anchor."""
 
-    def __init__(self, file: AnchorFile, durability: str, wal_path: Path) -> None:
+    def __init__(self, file: AnchorFile, durability: str, sync: Callable[[], None]) -> None:
+        """``sync``: makes the commits seen so far durable (``Engine.sync``; used under durability=normal)."""
         self.file = file
         self.durability = durability
-        self._wal = wal_path
+        self._sync = sync
         self.known: Anchor | None = None  # the newest anchor this process read or wrote
         self.problem: str | None = None  # set: the store is behind or off its anchor; nothing is served
         self.error: str | None = None  # the anchor could not be written (reported by doctor)
         self._synced = 0.0
 
-    def check(self, conn: Any, *, created: bool) -> str | None:
+    def check(self, conn: Reads, *, created: bool) -> str | None:
         """At open (``conn``: a read snapshot). Returns the problem, or None. ``created``: the database file
         did not exist (or was empty) before this open. A missing anchor is created by :meth:`start`."""
         try:
@@ -202,8 +206,7 @@ class AnchorKeeper:
         except ValueError as exc:
             return str(exc)
         if a is None:
-            if not created and conn.execute(f"SELECT 1 FROM audit WHERE event = '{CREATED_EVENT}' LIMIT 1"
-                                            ).fetchone() is not None:
+            if not created and conn.audit_log(events=(CREATED_EVENT,), limit=1, newest_first=False):
                 return ("this database was anchored before but its anchor beside the key is missing (the "
                         "database was moved or copied here, or the anchor deleted)")
             return None
@@ -213,20 +216,16 @@ class AnchorKeeper:
         return self._compare(conn, a)
 
     @staticmethod
-    def _compare(conn: Any, a: Anchor) -> str | None:
+    def _compare(conn: Reads, a: Anchor) -> str | None:
         return AnchorKeeper._head_against(conn, a)[1]
 
     @staticmethod
-    def _head_against(conn: Any, a: Anchor) -> tuple[tuple[int, str], str | None]:
-        """The head (seq, hash) ``conn`` sees, and the problem if it is behind or off the anchor ``a`` — one
-        query for both rows."""
-        rows = dict(conn.execute("SELECT seq, hash FROM audit WHERE seq = ? OR seq = (SELECT max(seq) FROM audit)",
-                                 (a.seq,)).fetchall())
-        top = max(rows, default=0)
-        now = (int(top), str(rows[top])) if rows else (0, "")
+    def _head_against(conn: Reads, a: Anchor) -> tuple[tuple[int, str], str | None]:
+        """The head (seq, hash) ``conn`` sees, and the problem if it is behind or off the anchor ``a``."""
+        now = conn.audit_head()
         if now[0] < a.seq:
             return now, _problem_behind(now[0], a)
-        if a.seq and rows.get(a.seq) != a.hash:
+        if a.seq and (now[1] if now[0] == a.seq else conn.audit_hash(a.seq)) != a.hash:
             return now, _problem_forked(a)
         return now, None
 
@@ -234,7 +233,7 @@ class AnchorKeeper:
         """Whether this open must write a new anchor (none yet, or a brand-new database at an anchored path)."""
         return self.known is None or created
 
-    def start(self, conn: Any) -> None:
+    def start(self, conn: Reads) -> None:
         """Anchor the head ``conn`` sees (the ``anchor_created`` event just committed) in a new epoch."""
         seq, h = head(conn)
         with self.file.locked() as (current, write):
@@ -242,14 +241,14 @@ class AnchorKeeper:
             write(a)
         self.known = a
 
-    def reset(self, conn: Any) -> Anchor:
+    def reset(self, conn: Reads) -> Anchor:
         """An operator accepted the store as it is: anchor its head in a new epoch (monotonic otherwise)."""
         self.problem = None
         self.start(conn)
         assert self.known is not None
         return self.known
 
-    def after_commit(self, conn: Any, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
+    def after_commit(self, conn: Reads, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
         """Called by the backend once per committed write transaction (a whole group commit), on the write
         connection outside any transaction, before any writer of the group returns. ``base`` is the chain's
         head the transaction's first audit append linked to, ``top`` the head it committed (both None when it
@@ -263,10 +262,10 @@ class AnchorKeeper:
             self._synced = now
         try:
             self._advance(conn, base=base, top=top)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, *DATABASE_ERRORS) as exc:
             self.error = f"the anchor {self.file.path} could not be checked or written: {exc}"
 
-    def _advance(self, conn: Any, *, base: tuple[int, str] | None = None, top: tuple[int, str] | None = None,
+    def _advance(self, conn: Reads, *, base: tuple[int, str] | None = None, top: tuple[int, str] | None = None,
                  sync: bool | None = None) -> None:
         with self.file.locked() as (current, write):
             # under the lock: every anchor written so far is of a commit this connection can see now
@@ -284,28 +283,17 @@ class AnchorKeeper:
                 self.known = a
                 return
             if sync if sync is not None else self.durability != "full":
-                self._fsync_wal()
+                self._sync()
             new = Anchor(a.epoch if a is not None else 1, seq, h)
             write(new)
             self.known = new
 
-    def _fsync_wal(self) -> None:
-        """durability=normal: make the commits seen so far durable before anchoring them."""
-        try:
-            fd = os.open(self._wal, os.O_RDONLY)
-        except FileNotFoundError:
-            return  # checkpointed into the database file (SQLite syncs it when it checkpoints)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def close(self, conn: Any) -> None:
+    def close(self, conn: Reads) -> None:
         """At close: durability=normal anchors what the last second committed (after a WAL fsync)."""
         try:
             if self.problem is None and self.durability != "full":
                 self._advance(conn, sync=True)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, *DATABASE_ERRORS) as exc:
             self.error = f"the anchor {self.file.path} could not be written: {exc}"
         finally:
             self.file.close()

@@ -26,34 +26,29 @@ from typing import Any
 from memwarden.events import Event
 from memwarden.records import now_ms
 from memwarden.signing import Signer
-from memwarden.store.sqlite import SqliteBackend, Tx
+from memwarden.store.base import AUDIT_COLUMNS, Engine, Reads, Writes
 
 GENESIS = "0" * 64
 READ_EVENTS = ("read", "injected")
 RESTORE_ACCEPTED = "restore_accepted"  # an operator accepted a restore or a broken chain (anchor.py, CLI)
 LIVE_EVENTS = frozenset({"added", "updated", "held", "promoted", "merged"})
 LIFECYCLE_EVENTS = (*sorted(LIVE_EVENTS), "evicted", "expired", "removed")
-ROW_COLS = "seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details, prev_hash, hash"
+ROW_COLS = ", ".join(AUDIT_COLUMNS)  # the order of an audit row (store/base.py)
 
 
-def append(tx: Tx, signer: Signer, event: str, *, actor: str, tenant: str | None = None,
+def append(tx: Writes, signer: Signer, event: str, *, actor: str, tenant: str | None = None,
            user: str | None = None, agent: str | None = None, session_id: str | None = None,
            memory_id: str | None = None, details: dict[str, Any] | None = None) -> Event:
     """Append one event inside the caller's write transaction and return it (publish after commit)."""
-    last = tx.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-    seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+    last_seq, prev = tx.audit_head()
+    seq = last_seq + 1
     ts = now_ms()
     det = details or {}
     # ASCII-escaped: a rejected candidate may hold lone surrogates, which SQLite text cannot store
     det_json = json.dumps(det, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     h = signer.audit_link(prev, (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json))
-    tx.execute(
-        "INSERT INTO audit (seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details,"
-        " prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json, prev, h),
-    )
-    tx.execute("INSERT OR REPLACE INTO meta VALUES ('audit_head', ?)", (_head(signer, seq, h),))
-    tx.note_audit((seq - 1, prev), (seq, h))  # the anchor check after the commit needs no query (anchor.py)
+    tx.append_audit((seq, ts, event, tenant, user, agent, session_id, memory_id, actor, det_json, prev, h),
+                    _head(signer, seq, h))
     return Event(event=event, ts=ts, seq=seq, memory_id=memory_id, session_id=session_id, tenant=tenant,
                  user=user, agent=agent, actor=actor, details=det)
 
@@ -63,10 +58,9 @@ def row_mac_ok(signer: Signer, row: Sequence[object]) -> bool:
     return signer.audit_link(str(row[10]), row[:10]) == row[11]
 
 
-def head(db: Any) -> tuple[int, str]:
+def head(db: Reads) -> tuple[int, str]:
     """The newest (seq, hash) of the chain as ``db`` sees it; (0, GENESIS) when it is empty."""
-    row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-    return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+    return db.audit_head()
 
 
 class ChainCursor:
@@ -90,19 +84,17 @@ class ChainCursor:
         self.live: dict[str, tuple[int, int, str]] = {}
         self.forged: dict[str, int] = {}  # id named by a row whose MAC fails → that row's seq
 
-    def advance(self, db: Any) -> None:
+    def advance(self, db: Reads) -> None:
         """Walk the rows appended since the last call (all of them the first time). A snapshot older than what
         was walked already (another thread's read began earlier) has nothing new and is left alone."""
         with self._lock:
             if self.diverged is not None or head(db)[0] < self.seq:
                 return
-            if self.seq:
-                row = db.execute("SELECT hash FROM audit WHERE seq = ?", (self.seq,)).fetchone()
-                if row is None or row[0] != self.hash:
-                    self.diverged = (f"audit row {self.seq} was changed or removed after this process verified it"
-                                     " (the audit log was edited or the database replaced while in use)")
-                    return
-            for row in db.execute(f"SELECT {ROW_COLS} FROM audit WHERE seq > ? ORDER BY seq", (self.seq,)):
+            if self.seq and db.audit_hash(self.seq) != self.hash:
+                self.diverged = (f"audit row {self.seq} was changed or removed after this process verified it"
+                                 " (the audit log was edited or the database replaced while in use)")
+                return
+            for row in db.audit_rows(after=self.seq):
                 seq = int(row[0])
                 mac_ok = row_mac_ok(self._signer, row)
                 if not (mac_ok and seq == self.seq + 1 and row[10] == self.hash):
@@ -130,7 +122,7 @@ class ChainCursor:
         """The newest break no later ``restore_accepted`` event covers (0: none)."""
         return max((b for b in self.breaks if b > self.accepted_through), default=0)
 
-    def vouch(self, db: Any, records: Sequence[tuple[str, int, str]]) -> dict[str, str]:
+    def vouch(self, db: Reads, records: Sequence[tuple[str, int, str]]) -> dict[str, str]:
         """For each (id, version, content hash) read through ``db`` that the verified evidence does not vouch
         for, why not. Call :meth:`advance` first.
 
@@ -141,7 +133,7 @@ class ChainCursor:
         if self.diverged is not None:
             return {mid: self.diverged for mid, _v, _h in records}
         snapshot = head(db)[0]
-        latest = _latest_lifecycle(db, [mid for mid, _v, _h in records])
+        latest = db.audit_latest([mid for mid, _v, _h in records], LIFECYCLE_EVENTS)
         last_break = self.last_break
         out: dict[str, str] = {}
         for mid, version, chash in records:
@@ -178,36 +170,20 @@ class ChainCursor:
                 out[mid] = "record does not match its audit history (rolled back to an older version)"
         return out
 
-    def _segment_ok(self, db: Any, upto: int) -> bool:
+    def _segment_ok(self, db: Reads, upto: int) -> bool:
         """Rows after the cursor up to ``upto`` (e.g. of the caller's open transaction) link and verify."""
         prev_seq, prev = self.seq, self.hash
-        for row in db.execute(f"SELECT {ROW_COLS} FROM audit WHERE seq > ? AND seq <= ? ORDER BY seq",
-                              (prev_seq, upto)):
+        for row in db.audit_rows(after=prev_seq, upto=upto):
             if not (row_mac_ok(self._signer, row) and int(row[0]) == prev_seq + 1 and row[10] == prev):
                 return False
             prev_seq, prev = int(row[0]), str(row[11])
         return prev_seq == upto
 
 
-def _latest_lifecycle(db: Any, ids: Sequence[str]) -> dict[str, tuple[object, ...]]:
-    """The newest lifecycle row of each id as ``db`` sees it, in ``ROW_COLS`` order."""
-    out: dict[str, tuple[object, ...]] = {}
-    events = ",".join(f"'{e}'" for e in LIFECYCLE_EVENTS)
-    for i in range(0, len(ids), 500):
-        chunk = list(ids[i:i + 500])
-        rows = db.execute(
-            f"SELECT {ROW_COLS} FROM audit WHERE seq IN (SELECT max(seq) FROM audit"
-            f" WHERE memory_id IN ({','.join('?' * len(chunk))}) AND event IN ({events}) GROUP BY memory_id)",
-            chunk).fetchall()
-        for row in rows:
-            out[str(row[7])] = tuple(row)
-    return out
-
-
-def newest_lifecycle_event(db: Any, memory_id: str) -> str | None:
+def newest_lifecycle_event(db: Reads, memory_id: str) -> str | None:
     """The name of the newest lifecycle event the audit log holds for ``memory_id`` (None: it names none); a
     restore refuses an id this store once had (D3: a deleted memory does not come back through an import)."""
-    row = _latest_lifecycle(db, [memory_id]).get(memory_id)
+    row = db.audit_latest([memory_id], LIFECYCLE_EVENTS).get(memory_id)
     return None if row is None else str(row[2])
 
 
@@ -237,16 +213,12 @@ class ChainProblem:
         return f"audit row {self.seq}: {self.problem}"
 
 
-def verify(backend: SqliteBackend, signer: Signer) -> list[ChainProblem]:
+def verify(backend: Engine, signer: Signer) -> list[ChainProblem]:
     """Walk the whole chain; an empty list means intact."""
     problems: list[ChainProblem] = []
     expected_seq, prev = 1, GENESIS
-    with backend.read() as conn:
-        rows = conn.execute(
-            "SELECT seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details, prev_hash, hash"
-            " FROM audit ORDER BY seq"
-        )
-        for seq, ts, event, tenant, user, agent, sid, mid, actor, det, prev_hash, h in rows:
+    with backend.read() as db:
+        for seq, ts, event, tenant, user, agent, sid, mid, actor, det, prev_hash, h in db.audit_rows():
             if seq != expected_seq:
                 problems.append(ChainProblem(seq, f"sequence gap: expected {expected_seq} (rows deleted)"))
             if prev_hash != prev:
@@ -255,13 +227,13 @@ def verify(backend: SqliteBackend, signer: Signer) -> list[ChainProblem]:
             if want != h:
                 problems.append(ChainProblem(seq, "row content does not match its hash (edited)"))
             expected_seq, prev = seq + 1, h
-        anchor = conn.execute("SELECT value FROM meta WHERE key = 'audit_head'").fetchone()
+        anchor = db.meta(["audit_head"]).get("audit_head")
     last_seq = expected_seq - 1
     if anchor is None:
         if last_seq:
             problems.append(ChainProblem(last_seq, "the chain's head anchor is missing"))
-    elif anchor[0] != _head(signer, last_seq, prev):
-        claimed = str(anchor[0]).split(":", 1)[0]
+    elif anchor != _head(signer, last_seq, prev):
+        claimed = anchor.split(":", 1)[0]
         problems.append(ChainProblem(last_seq, f"the chain ends at row {last_seq} but its anchor says {claimed}"
                                                " (newest rows deleted, or the anchor edited)"))
     return problems
@@ -276,80 +248,53 @@ KNOWN_EVENTS = frozenset({
     "token_revoked"})
 
 
-def event_names(backend: SqliteBackend) -> list[str]:
+def event_names(backend: Engine) -> list[str]:
     """Every event name memwarden writes or the log holds, sorted (to tell a mistyped ``--event`` from a quiet
     one)."""
-    with backend.read() as conn:
-        seen = {str(r[0]) for r in conn.execute("SELECT DISTINCT event FROM audit").fetchall()}
+    with backend.read() as db:
+        seen = db.audit_event_names()
     return sorted(KNOWN_EVENTS | seen)
 
 
-def names_memory(backend: SqliteBackend, memory_id: str, *, tenant: str | None = None,
-                 user: str | None = None) -> bool:
+def names_memory(backend: Engine, memory_id: str, *, tenant: str | None = None, user: str | None = None) -> bool:
     """Whether any audit event names ``memory_id`` (a record that ever existed, or an attempt on one) — among
     the events of ``tenant`` (and ``user``) when given, so an operator is not told about another tenant's ids."""
-    where, params = ["memory_id = ?"], [memory_id]
-    for col, val in (("tenant", tenant), ("user_id", user)):
-        if val is not None:
-            where.append(f"{col} = ?")
-            params.append(val)
-    with backend.read() as conn:
-        return conn.execute(f"SELECT 1 FROM audit WHERE {' AND '.join(where)} LIMIT 1", params).fetchone() is not None
+    with backend.read() as db:
+        return bool(db.audit_log(memory_id=memory_id, tenant=tenant, user=user, limit=1))
 
 
 _LOG_KEYS = ("seq", "ts", "event", "tenant", "user", "agent", "session_id", "memory_id", "actor", "details")
 
 
-def log_rows(backend: SqliteBackend, *, limit: int = 50, event: str | None = None, memory_id: str | None = None,
+def log_rows(backend: Engine, *, limit: int = 50, event: str | None = None, memory_id: str | None = None,
              tenant: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
-    where, params = [], []
-    for col, val in (("event", event), ("memory_id", memory_id), ("tenant", tenant), ("user_id", user)):
-        if val is not None:
-            where.append(f"{col} = ?")
-            params.append(val)
-    sql = ("SELECT seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details FROM audit"
-           + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq DESC LIMIT ?")
-    with backend.read() as conn:
-        rows = conn.execute(sql, (*params, limit)).fetchall()
-    out = [dict(zip(_LOG_KEYS, r, strict=True)) for r in rows]
+    with backend.read() as db:
+        rows = db.audit_log(events=None if event is None else (event,), memory_id=memory_id, tenant=tenant,
+                            user=user, limit=limit)
+    out = [dict(zip(_LOG_KEYS, r[:10], strict=True)) for r in rows]
     for r in out:
         r["details"] = json.loads(r["details"])
     return out[::-1]
 
 
-def reads_of(backend: SqliteBackend, memory_id: str) -> Iterator[dict[str, Any]]:
+def reads_of(backend: Engine, memory_id: str) -> Iterator[dict[str, Any]]:
     """A2: every session a memory reached (through the prompt block or a tool result), oldest first."""
-    rows = backend.query(
-        "SELECT a.session_id, a.event, a.ts, a.seq, a.actor, a.tenant, a.user_id, a.agent"
-        " FROM audit a, json_each(CASE WHEN json_valid(a.details) THEN a.details ELSE '{}' END, '$.ids') j"
-        f" WHERE a.event IN ({', '.join(repr(e) for e in READ_EVENTS)}) AND j.value = ? ORDER BY a.seq",
-        (memory_id,))
-    for sid, ev, ts, seq, actor, tenant, user, agent in rows:
+    with backend.read() as db:
+        rows = db.audit_reads(READ_EVENTS, memory_id=memory_id)
+    for seq, ts, ev, tenant, user, agent, sid, _mid, actor, *_rest in rows:
         yield {"session_id": sid, "event": ev, "ts": ts, "seq": seq, "actor": actor, "tenant": tenant,
                "user": user, "agent": agent or None}
 
 
-_READS_WHERE = f"a.event IN ({', '.join(repr(e) for e in READ_EVENTS)})"  # the partial index's exact term
-
-
-def reads(backend: SqliteBackend, *, tenant: str, user: str | None = None, memory_id: str | None = None,
+def reads(backend: Engine, *, tenant: str, user: str | None = None, memory_id: str | None = None,
           after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
     """A2 for one tenant (and user): the read events after audit row ``after``, oldest first, at most ``limit`` —
     which session (and actor) read which memories, through a prompt block (``injected``) or a tool result
-    (``read``); with ``memory_id`` only the reads that reached it. Tenant and user are in the SQL (S3)."""
-    where, params = [_READS_WHERE, "a.seq > ?", "a.tenant = ?"], [after, tenant]
-    if user is not None:
-        where.append("a.user_id = ?")
-        params.append(user)
-    if memory_id is not None:
-        where.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(a.details) THEN a.details ELSE '{}'"
-                     " END, '$.ids') j WHERE j.value = ?)")
-        params.append(memory_id)
-    rows = backend.query(
-        "SELECT a.seq, a.ts, a.event, a.session_id, a.actor, a.tenant, a.user_id, a.agent, a.details FROM audit a"
-        f" WHERE {' AND '.join(where)} ORDER BY a.seq LIMIT ?", (*params, limit))
+    (``read``); with ``memory_id`` only the reads that reached it. Tenant and user are query parameters (S3)."""
+    with backend.read() as db:
+        rows = db.audit_reads(READ_EVENTS, memory_id=memory_id, tenant=tenant, user=user, after=after, limit=limit)
     out = []
-    for seq, ts, ev, sid, actor, ten, usr, agent, det in rows:
+    for seq, ts, ev, ten, usr, agent, sid, _mid, actor, det, *_rest in rows:
         ids = _parse_details(det).get("ids")
         out.append({"seq": seq, "ts": ts, "event": ev, "session_id": sid, "actor": actor, "tenant": ten,
                     "user": usr, "agent": agent or None,
@@ -357,23 +302,16 @@ def reads(backend: SqliteBackend, *, tenant: str, user: str | None = None, memor
     return out
 
 
-def tail(backend: SqliteBackend, signer: Signer, after: int, *, tenant: str, user: str | None = None,
+def tail(backend: Engine, signer: Signer, after: int, *, tenant: str, user: str | None = None,
          events: Sequence[str] = (), limit: int = 500) -> tuple[list[dict[str, Any]], int]:
     """The events of ``tenant`` (and ``user``; only ``events`` if given) committed after audit row ``after``,
     oldest first, at most ``limit``, each as :func:`log_rows` returns it plus ``verified`` (the row's own MAC
     holds: not edited, not forged); and the audit row the scan reached, to pass as ``after`` next time (past
-    other tenants' rows, so they are not scanned again). Tenant, user and event are in the SQL (S3)."""
-    with backend.read() as conn:
-        top = head(conn)[0]
-        where, params = ["seq > ?", "seq <= ?", "tenant = ?"], [after, top, tenant]
-        if user is not None:
-            where.append("user_id = ?")
-            params.append(user)
-        if events:
-            where.append(f"event IN ({','.join('?' * len(events))})")
-            params.extend(events)
-        rows = conn.execute(f"SELECT {ROW_COLS} FROM audit WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
-                            (*params, limit)).fetchall()
+    other tenants' rows, so they are not scanned again). Tenant, user and event are query parameters (S3)."""
+    with backend.read() as db:
+        top = head(db)[0]
+        rows = db.audit_log(events=tuple(events) or None, tenant=tenant, user=user, after=after, upto=top,
+                            limit=limit, newest_first=False)
     reached = int(rows[-1][0]) if len(rows) >= limit else top
     out = []
     for r in rows:
@@ -384,7 +322,7 @@ def tail(backend: SqliteBackend, signer: Signer, after: int, *, tenant: str, use
     return out, reached
 
 
-def newest_seq(backend: SqliteBackend) -> int:
+def newest_seq(backend: Engine) -> int:
     """The newest audit row's seq (0: none): where a live stream that replays nothing starts."""
-    with backend.read() as conn:
-        return head(conn)[0]
+    with backend.read() as db:
+        return head(db)[0]

@@ -29,12 +29,12 @@ from memwarden.errors import InvalidInput, MemwardenError
 from memwarden.ids import new_id
 from memwarden.records import now_ms
 from memwarden.scope import Scope
-from memwarden.store import tokens as rows
+from memwarden.store.base import TOKEN_REVOKED_AT
 from memwarden.timevalues import iso
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes as Tx
 
 OPERATOR, AGENT = "operator", "agent"
 ROLES = (OPERATOR, AGENT)
@@ -43,7 +43,7 @@ _DOMAIN = b"memwarden.token.v1"
 _LEGACY_ROW_DOMAIN = b"memwarden.token-row.v1"  # signed every field but revoked_at (before issue 12)
 _V2_ROW_DOMAIN = b"memwarden.token-row.v2"  # the nine fields of issue 12: no profile, no expiry
 _ROW_DOMAIN = b"memwarden.token-row.v3"
-_V2_FIELDS = rows.REVOKED_AT + 1
+_V2_FIELDS = TOKEN_REVOKED_AT + 1
 
 
 class AuthError(MemwardenError):
@@ -97,14 +97,14 @@ def _hash(service: MemoryService, token: str) -> str:
 
 
 def _row_mac(service: MemoryService, fields: Sequence[object]) -> str:
-    """Every field of a token row (``store.tokens.FIELDS``), revocation included: clearing ``revoked_at`` (or
+    """Every field of a token row (``store.base.TOKEN_FIELDS``), revocation included: clearing ``revoked_at`` (or
     editing anything else) makes the row fail verification (T3, I4)."""
     return service.signer.mac_fields(_ROW_DOMAIN, fields)
 
 
 def _legacy_row_mac(service: MemoryService, fields: Sequence[object]) -> str:
     """The signature rows had before issue 12: every field but ``revoked_at`` (only :func:`upgrade_rows` uses it)."""
-    return service.signer.mac_fields(_LEGACY_ROW_DOMAIN, fields[:rows.REVOKED_AT])
+    return service.signer.mac_fields(_LEGACY_ROW_DOMAIN, fields[:TOKEN_REVOKED_AT])
 
 
 def _v2_row_mac(service: MemoryService, fields: Sequence[object]) -> str:
@@ -147,11 +147,11 @@ def create_token(service: MemoryService, role: str, tenant: str, *, user: str | 
                           expires_at)
 
     def work(tx: Tx) -> None:
-        if rows.live_name_exists(tx, label, scope.tenant):
+        if tx.live_token_named(label, scope.tenant):
             raise InvalidInput(f"a live token named {label!r} already exists in tenant {scope.tenant}")
         fields = (principal.token_id, role, scope.tenant, principal.user, principal.agent, label,
                   _hash(service, token), now_ms(), None, int(host_reports_ingest), expires_at)
-        rows.insert(tx, fields, _row_mac(service, fields))
+        tx.insert_token(fields, _row_mac(service, fields))
 
     service.transact_audited(work, actor, "token_created", scope=Scope(scope.tenant, user or "*", agent),
                              details={"token_id": principal.token_id, "role": role, "name": label,
@@ -168,10 +168,10 @@ def authenticate(service: MemoryService, token: Any) -> Principal:
     if not TOKEN_RE.fullmatch(token):
         raise AuthError("that is not a memwarden token (expected mw_operator_… or mw_agent_…)")
     with service.backend.read() as conn:
-        row = rows.by_hash(conn, _hash(service, token))
+        row = conn.token_by_hash(_hash(service, token))
         if row is None:
             raise AuthError("unknown token (it was never issued by this store)")
-        revoked_in_log = rows.revocations(conn, str(row[0]))
+        revoked_in_log = conn.token_revocations(str(row[0]))
     tid, role, tenant, user, agent, name, _token_hash, _created, revoked, reports, expires, _sig = row
     if not _verifies(service, row):
         raise AuthError("this token's record fails verification (edited outside memwarden); it is not accepted")
@@ -189,7 +189,7 @@ def list_tokens(service: MemoryService, tenant: str | None = None) -> list[dict[
     """Every token (never its secret). ``verified`` is False for a row edited outside memwarden (it is refused);
     a token whose revocation is in the audit log is listed as revoked even if its row says otherwise."""
     with service.backend.read() as conn:
-        found, revoked = rows.all_rows(conn, tenant), rows.revocations(conn)
+        found, revoked = conn.tokens(tenant), conn.token_revocations()
     keys = ("id", "role", "tenant", "user", "agent", "name", "created_at", "revoked_at", "host_reports_ingest",
             "expires_at")
     out = []
@@ -209,7 +209,7 @@ def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operato
     the audit event says the row had failed verification (``row_verified``)."""
     listed = list_tokens(service)
     with service.backend.read() as conn:  # by its row: a revoked row put back as live, or edited, is revocable
-        revocable = {str(r[0]) for r in rows.all_rows(conn) if r[8] is None or not _verifies(service, r)}
+        revocable = {str(r[0]) for r in conn.tokens() if r[TOKEN_REVOKED_AT] is None or not _verifies(service, r)}
     found = [t for t in listed if t["id"] == token_id or t["name"] == token_id]
     live = [t for t in found if t["id"] in revocable]
     if not found:
@@ -221,12 +221,12 @@ def revoke_token(service: MemoryService, token_id: str, *, actor: str = "operato
     t = live[0]
 
     def work(tx: Tx) -> None:
-        row = rows.by_id(tx, t["id"])
+        row = tx.token_by_id(t["id"])
         if row is None:  # deleted meanwhile
             raise InvalidInput(f"no token {token_id!r}")
         when = now_ms()
-        at = rows.REVOKED_AT
-        rows.set_revoked(tx, t["id"], when, _row_mac(service, (*row[:at], when, *row[at + 1:-1])))
+        at = TOKEN_REVOKED_AT
+        tx.sign_token(t["id"], when, _row_mac(service, (*row[:at], when, *row[at + 1:-1])))
 
     service.transact_audited(work, actor, "token_revoked", scope=Scope(t["tenant"], t["user"] or "*", t["agent"]),
                              details={"token_id": t["id"], "role": t["role"], "name": t["name"],
@@ -241,10 +241,10 @@ def upgrade_rows(tx: Tx, service: MemoryService) -> dict[str, list[str]]:
     defaults, which an earlier version could not set; a row whose profile or expiry columns were written
     (around the API: no earlier version did) stays refused, as does a row whose old signature fails. A row whose
     revocation the audit log records is signed as revoked, whatever its ``revoked_at`` says now."""
-    revoked = rows.revocations(tx)
+    revoked = tx.token_revocations()
     out: dict[str, list[str]] = {"tokens_signed": [], "tokens_refused": [], "tokens_kept_revoked": []}
-    at = rows.REVOKED_AT
-    for row in rows.all_rows(tx):
+    at = TOKEN_REVOKED_AT
+    for row in tx.tokens():
         if _verifies(service, row):
             continue
         tid = str(row[0])
@@ -260,7 +260,7 @@ def upgrade_rows(tx: Tx, service: MemoryService) -> dict[str, list[str]]:
         if when is None and tid in revoked:
             when = revoked[tid][1]
             out["tokens_kept_revoked"].append(tid)
-        rows.set_signature(tx, tid, when, _row_mac(service, (*fields[:at], when, *fields[at + 1:])))
+        tx.sign_token(tid, when, _row_mac(service, (*fields[:at], when, *fields[at + 1:])))
         out["tokens_signed"].append(tid)
     return out
 
@@ -269,14 +269,14 @@ def check_rows(service: MemoryService) -> list[tuple[str, str]]:
     """``(token, problem)`` for every token row that is refused because it was edited outside memwarden
     (``doctor``)."""
     with service.backend.read() as conn:
-        found, revoked = rows.all_rows(conn), rows.revocations(conn)
+        found, revoked = conn.tokens(), conn.token_revocations()
     out = []
     for r in found:
         tid, name = str(r[0]), str(r[5])
         if not _verifies(service, r):
             out.append((f"{name} ({tid})", "token row fails verification (edited outside memwarden): the token is "
                                            f"refused; run `memwarden token revoke {tid}` and create a new one"))
-        elif r[rows.REVOKED_AT] is None and tid in revoked:
+        elif r[TOKEN_REVOKED_AT] is None and tid in revoked:
             out.append((f"{name} ({tid})", f"revoked at audit seq {revoked[tid][0]}, but its row was put back as "
                                            f"live: the token stays refused; run `memwarden token revoke {tid}`"))
     return out

@@ -19,7 +19,6 @@ if __name__ == "__main__":  # `python -m memwarden.cli`: run the importable modu
 
 import json
 import os
-import sqlite3
 import sys
 import unicodedata
 from collections import Counter
@@ -45,6 +44,7 @@ from memwarden.policy import KEEP
 from memwarden.records import SENSITIVITY_LEVELS, Kind, Record, SourceType, Status, Trust, iso
 from memwarden.scope import Scope
 from memwarden.service import Context, MemoryService, WriteResult
+from memwarden.store import DATABASE_ERRORS
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -159,7 +159,7 @@ def report_error(exc: BaseException) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         _error_line(f"{exc.strerror or exc}{where}")
         return EXIT_ERROR
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, DATABASE_ERRORS):
         _error_line(f"database error: {exc}")
         return EXIT_ERROR
     if isinstance(exc, UnicodeDecodeError):
@@ -297,7 +297,7 @@ class State:
         still serves nothing and takes no other write (I5)."""
         if self._service is None:
             import memwarden
-            from memwarden.store.sqlite import resolve_url
+            from memwarden.store import resolve_url
 
             path = resolve_url(self.url)
             existed = path.exists()
@@ -1071,8 +1071,8 @@ def audit_verify(ctx: typer.Context) -> None:
     problems = [(str(p.seq), p.problem) for p in audit.verify(service.backend, service.signer)]
     if service.rollback is not None:
         problems.append(("anchor", service.rollback))
-    with service.backend.read() as conn:
-        count, last = conn.execute("SELECT count(*), max(seq) FROM audit").fetchone()
+    with service.backend.read() as db:
+        count, last = db.audit_count(), db.audit_head()[0]
     if not problems:
         _console().print(Text(f"✓ audit chain intact: {count} events (last seq {last or 0}), at its anchor",
                               style="green"))
@@ -1381,7 +1381,7 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _echo_json(
             {
                 "ok": not findings,
-                "database": str(service.path),
+                "database": service.location,
                 "findings": [
                     {"check": f.check, "subject": f.subject, "problem": f.problem} for f in findings
                 ],
@@ -1390,14 +1390,14 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     elif not findings:
         _console().print(
             Text(
-                f"✓ no problems found in {printable(str(service.path))}: SQLite integrity, no "
+                f"✓ no problems found in {printable(service.location)}: SQLite integrity, no "
                 "zombie rows, every signature valid, audit chain intact and at its anchor",
                 style="green",
             )
         )
     else:
         table = Table(
-            title=f"doctor: {printable(str(service.path))}", box=box.SIMPLE_HEAVY, title_justify="left"
+            title=f"doctor: {printable(service.location)}", box=box.SIMPLE_HEAVY, title_justify="left"
         )
         for col in ("check", "subject", "problem"):
             table.add_column(col, no_wrap=col != "problem", overflow="fold")
@@ -1769,7 +1769,7 @@ def hook(
     except Exception as exc:  # every failure is one line and exit 2: the host must not run the tool unreported
         from memwarden import hook as hook_mod
 
-        known = (hook_mod.HookError, MemwardenError, CliError, OSError, sqlite3.Error, ValueError)
+        known = (hook_mod.HookError, MemwardenError, CliError, OSError, *DATABASE_ERRORS, ValueError)
         message = str(exc) if isinstance(exc, known) else f"internal error: {type(exc).__name__}"
         _error_line(f"memwarden hook: {message}")
         raise typer.Exit(hook_mod.EXIT_BLOCK) from None

@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING, Any
 from memwarden.errors import MemwardenError
 from memwarden.records import Kind, Record, SourceType, Status, Trust, now_ms
 from memwarden.retrieval.tokenize import TAG_LEN, terms
-from memwarden.store.sqlite import SELECT_COLS, scope_clause
 
 if TYPE_CHECKING:
     from memwarden.service import Context, MemoryService
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes
 
 DUPLICATE_JACCARD = 0.9  # stemmed-term Jaccard similarity at or above which two texts are the same memory
 DEDUP_KINDS = frozenset({Kind.EPISODE, Kind.FACT, Kind.PREFERENCE})
@@ -40,14 +39,6 @@ def jaccard(a: set[str], b: set[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
-
-
-def _candidates_sql(where: str) -> str:
-    # records with the new text's near-duplicate key (tokenize.TermHasher.dup_key): one index probe drives,
-    # then each candidate's row and its FTS terms by rowid
-    return (f"SELECT {SELECT_COLS}, f.content FROM memory_dupkeys d CROSS JOIN memories m NOT INDEXED"
-            f" ON m.rowid = d.rowid CROSS JOIN memories_fts f ON f.rowid = d.rowid"
-            f" WHERE d.dup = ? AND {where} AND m.kind = ? LIMIT 8")
 
 
 def _terms_of(index_text: str) -> list[str]:
@@ -62,7 +53,7 @@ def shingles(tokens: Sequence[str]) -> set[str]:
     return {f"{a} {b}" for a, b in itertools.pairwise(tokens)}
 
 
-def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, content: str,
+def near_duplicate(service: MemoryService, tx: Writes, ctx: Context, kind: str, content: str,
                    sensitivity: int) -> Record | None:
     """The visible record of the caller's own scope that ``content`` nearly duplicates, if any (Q3)."""
     if kind not in DEDUP_KINDS or ctx.trust != Trust.TRUSTED:
@@ -75,22 +66,17 @@ def near_duplicate(service: MemoryService, tx: Tx, ctx: Context, kind: str, cont
         return None
     # candidates share the text's set of terms (its near-duplicate key): Jaccard ≥ 0.9 on term pairs is then
     # checked on each; a near-duplicate that adds or drops a word is not seen (a miss, never a wrong merge)
-    match = hasher.dup_key(tag, content)
-    if tx.execute("SELECT 1 FROM memory_dupkeys WHERE dup = ? LIMIT 1", (match,)).fetchone() is None:
-        return None  # the common case, in one index probe: no record anywhere has this key
-    where, params = scope_clause(scope, read_shared=False)  # the caller's exact scope, never the shared one
-    where += " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity = ?"
-    tx.flush_fts()  # a candidate written earlier in this transaction may still have its FTS row queued
-    rows = tx.execute(_candidates_sql(where), (match, *params, now_ms(), sensitivity, kind)).fetchall()
+    # the caller's exact scope, never the shared one; an index probe that finds no key anywhere reads nothing
+    rows = tx.near_duplicates(scope, kind, sensitivity, hasher.dup_key(tag, content), now_ms())
     if not rows:
-        return None  # the key's records are of another kind, sensitivity or status
+        return None  # no record has the key, or the key's records are of another kind, sensitivity or status
     mine = shingles([hasher.token(t) for t in found])
     best: tuple[float, Sequence[Any]] | None = None
-    for row in rows:
-        other = shingles(_terms_of(str(row[-1])))
+    for row, index_text in rows:
+        other = shingles(_terms_of(index_text))
         sim = jaccard(mine, other)
         if sim >= DUPLICATE_JACCARD and (best is None or sim > best[0]):
-            best = (sim, row[:-1])
+            best = (sim, row)
     if best is None:
         return None
     served = service._serve(ctx, [best[1]], tx=tx)  # verified like any read (I1)
@@ -176,11 +162,5 @@ def consolidate(service: MemoryService, ctx: Context, kind: str | None = None, *
 
 def _already_folded(service: MemoryService, ids: Sequence[str]) -> set[str]:
     """Inputs already represented by a live consolidation record (not merged twice)."""
-    out: set[str] = set()
-    for i in range(0, len(ids), 500):
-        chunk = list(ids[i:i + 500])
-        rows = service.backend.query(
-            "SELECT l.source_id FROM memory_links l JOIN memories d ON d.id = l.derived_id"
-            f" WHERE d.source_type = 'consolidation' AND l.source_id IN ({','.join('?' * len(chunk))})", chunk)
-        out.update(str(r[0]) for r in rows)
-    return out
+    with service.backend.read() as db:
+        return db.folded(ids)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
 from memwarden.records import Kind, SourceType
 from memwarden.service import Context, MemoryService
 from memwarden.session import Session
+from memwarden.store.sqlite.outside import edit_content
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 PREFERENCE_LIMIT = 3
@@ -57,25 +57,10 @@ class _Demo:
         self.checks.append((label, ok))
         self.con.print(Text.assemble(("  ✓ " if ok else "  ✗ ", "bold green" if ok else "bold red"), label))
 
-    def counts(self, memory_id: str, rowid: int) -> dict[str, tuple[int, int]]:
+    def counts(self, memory_id: str, row_key: int | None) -> dict[str, tuple[int, int]]:
         """(rows for this memory, total rows) in every table that can hold a memory."""
-        per_table = {
-            "memories": ("SELECT count(*) FROM memories WHERE id = ?", (memory_id,)),
-            "memories_fts": ("SELECT count(*) FROM memories_fts WHERE rowid = ?", (rowid,)),
-            "memory_dupkeys": ("SELECT count(*) FROM memory_dupkeys WHERE rowid = ?", (rowid,)),
-            "memory_history": ("SELECT count(*) FROM memory_history WHERE id = ?", (memory_id,)),
-            "memory_links": (
-                "SELECT count(*) FROM memory_links WHERE derived_id = ? OR source_id = ?",
-                (memory_id, memory_id),
-            ),
-        }
-        out = {}
-        with self.store.backend.read() as conn:
-            for table, (sql, params) in per_table.items():
-                mine = conn.execute(sql, params).fetchone()[0]
-                total = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                out[table] = (int(mine), int(total))
-        return out
+        with self.store.backend.read() as db:
+            return db.footprint(memory_id, row_key)
 
 
 def _verdicts_table(rows: list[tuple[str, str, memwarden.WriteResult]]) -> Table:
@@ -252,11 +237,8 @@ def _step_tamper(d: _Demo, go_id: str) -> None:
         "Records are signed with an HMAC key kept outside the database. Someone edits a row around the "
         "API with sqlite3; the signature no longer matches, so doctor reports it and no read serves it.",
     )
-    sql = "UPDATE memories SET content = 'User prefers PHP for everything' WHERE id = ?"
-    d.con.print(Text(f'$ sqlite3 {d.db.name} "{sql.replace("?", repr(go_id))}"', style="magenta"))
-    with sqlite3.connect(d.db) as raw:
-        raw.execute(sql, (go_id,))
-    raw.close()
+    shown = edit_content(d.db, go_id, "User prefers PHP for everything")
+    d.con.print(Text(f"$ {shown}", style="magenta"))
     findings = doctor_mod.run(d.store)
     table = Table(title="memwarden doctor", box=box.SIMPLE_HEAVY, title_justify="left")
     for col in ("check", "subject", "problem"):
@@ -300,8 +282,8 @@ def _step_delete(d: _Demo, tz_id: str) -> None:
             SCOPE, session_id=s.id, source_type=SourceType.CONSOLIDATION, actor="consolidator:demo"
         )
         derived = d.store.write(consolidator, "User works in the CET timezone", derived_from=[tz_id])
-        with d.store.backend.read() as conn:
-            rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (tz_id,)).fetchone()[0]
+        with d.store.backend.read() as db:
+            rowid = db.row_key(tz_id)
         before = d.counts(tz_id, rowid)
         fts_before = _fts_hits(d, "Berlin")
         removed = s.remove(tz_id)
@@ -341,15 +323,13 @@ def _step_delete(d: _Demo, tz_id: str) -> None:
 
 
 def _fts_hits(d: _Demo, word: str) -> int:
-    """Documents of the full-text index holding ``word`` in any scope (terms are stored as keyed hashes behind
-    a scope tag, see retrieval/tokenize.py)."""
-    token = d.store.backend.indexer.hasher.token(word.lower())
-    with d.store.backend.read() as conn:
-        return int(
-            conn.execute(
-                "SELECT coalesce(sum(doc), 0) FROM memories_fts_vocab WHERE term LIKE ?", (f"%{token}",)
-            ).fetchone()[0]
-        )
+    """Documents of the full-text index holding ``word`` in the demo's scope and its user's shared records (terms
+    are stored as keyed hashes behind a scope tag, see retrieval/tokenize.py)."""
+    hasher = d.store.backend.indexer.hasher
+    token = hasher.token(word.lower())
+    tokens = [hasher.tag(SCOPE.tenant, SCOPE.user, agent) + token for agent in (SCOPE.agent_key, "")]
+    with d.store.backend.read() as db:
+        return sum(db.term_documents(tokens).values())
 
 
 def _step_audit(d: _Demo, peanut_id: str) -> None:
@@ -374,8 +354,8 @@ def _step_audit(d: _Demo, peanut_id: str) -> None:
         {r["event"] for r in reads} == {"read", "injected"},
     )
     problems = audit.verify(d.store.backend, d.store.signer)
-    with d.store.backend.read() as conn:
-        count = conn.execute("SELECT count(*) FROM audit").fetchone()[0]
+    with d.store.backend.read() as db:
+        count = db.audit_count()
     d.con.print(
         Text(f"$ memwarden audit verify → {len(problems)} problems in {count} events", style="magenta")
     )

@@ -41,14 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.records import now_ms
 from memwarden.scope import Scope
-from memwarden.store import host_reports as rows
 from memwarden.taint import MAX_SOURCE_CHARS, Ledger, TaintDecision, TaintPolicy
 from memwarden.tools import TOOL_NAMES
 
 if TYPE_CHECKING:
     from memwarden.service import MemoryService
     from memwarden.session import Session
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes
 
 UNREPORTED_INGEST_KIND = "unreported-host-ingest"  # not in any taint policy's trusted_ingest: it taints
 UNJUDGED_INGEST_KIND = "unjudged-host-ingest"  # a hook input that could not be judged (fail closed)
@@ -134,13 +133,13 @@ def record(service: MemoryService, scope: Scope, judged: Sequence[Judged], *, ac
                                    "sources": list(d.sources), "host_session": host_session,
                                    "hook_event": event[:64] if isinstance(event, str) else "", "report": None}
 
-        def work(tx: Tx, d: TaintDecision = d, j: Judged = j, details: dict[str, Any] = details) -> None:
+        def work(tx: Writes, d: TaintDecision = d, j: Judged = j, details: dict[str, Any] = details) -> None:
             if not d.tainted:
                 return
-            seq = rows.next_seq(tx)
+            seq = tx.next_host_report_seq()
             fields = (seq, scope.tenant, scope.user, scope.agent_key, now_ms(), actor, host_session, j.tool,
                       d.reason, json.dumps(list(d.sources), ensure_ascii=False))
-            rows.insert(tx, fields, _mac(service, fields))
+            tx.insert_host_report(fields, _mac(service, fields))
             details["report"] = seq
 
         service.transact_audited(work, actor, REPORT_EVENT, scope=scope, details=details)
@@ -154,11 +153,11 @@ def record(service: MemoryService, scope: Scope, judged: Sequence[Judged], *, ac
 class ReportCursor:
     """A session's position in its scope's host ingest reports: :meth:`pull` applies the ones it has not seen."""
 
-    __slots__ = ("_key", "_service", "_start", "seq")
+    __slots__ = ("_scope", "_service", "_start", "seq")
 
     def __init__(self, service: MemoryService, scope: Scope) -> None:
         self._service = service
-        self._key = (scope.tenant, scope.user, scope.agent_key)
+        self._scope = scope
         since = now_ms() - int(service.policy.host_report_window_seconds * 1000)
         self.seq = -1  # until the first pull: nothing known (pull starts from the window)
         self._start = since
@@ -175,10 +174,10 @@ class ReportCursor:
     def _pull(self, ledger: Ledger) -> None:
         service = self._service
         while True:
-            with service.backend.read() as conn:
+            with service.backend.read() as db:
                 if self.seq < 0:
-                    self.seq = rows.last_before(conn, *self._key, self._start)
-                found = rows.after(conn, *self._key, self.seq, MAX_PULL)
+                    self.seq = db.host_report_before(self._scope, self._start)
+                found = db.host_reports(self._scope, self.seq, MAX_PULL)
             for row in found:
                 seq, _t, _u, _a, _at, actor, _hs, _tool, reason, sources, sig = row
                 if not (isinstance(sig, str) and hmac.compare_digest(sig, _mac(service, row[:-1]))):

@@ -58,7 +58,7 @@ EVENT_NAME = Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[a-z_]
 
 # --- configuration and state --------------------------------------------------------------------------------
 
-SEQ_MAX = 2**63 - 1  # audit sequence numbers are SQLite INTEGERs: a larger one is invalid input, not a 500
+SEQ_MAX = 2**63 - 1  # audit seqs are 64-bit integers (SQLite INTEGER, PostgreSQL bigint): larger is invalid input
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:

@@ -10,16 +10,17 @@ tenant's operator — is a security event in the audit log.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from memwarden import audit
 from memwarden.auth import OPERATOR, Principal
 from memwarden.errors import Forbidden, IntegrityError, InvalidInput, NotFound
 from memwarden.ids import new_id
 from memwarden.records import SENSITIVITY_LEVELS, Record, SourceType, Status, now_ms
 from memwarden.scope import Scope
 from memwarden.service import Checked, Context, MemoryService, WriteResult
+from memwarden.store.base import REVIEW, Order, View
 
 OPERATOR_CLEARANCE = len(SENSITIVITY_LEVELS) - 1
 
@@ -80,15 +81,9 @@ def _require_operator(service: MemoryService, principal: Principal, action: str,
 
 
 def _held_details(service: MemoryService, memory_id: str) -> dict[str, Any]:
-    rows = service.backend.query("SELECT details FROM audit WHERE memory_id = ? AND event = 'held'"
-                                 " ORDER BY seq DESC LIMIT 1", (memory_id,))
-    if not rows:
-        return {}
-    try:
-        parsed = json.loads(str(rows[0][0]))
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+    with service.backend.read() as db:
+        rows = db.audit_log(events=("held",), memory_id=memory_id, limit=1)
+    return audit.details_of(rows[0]) if rows else {}
 
 
 def _item(service: MemoryService, checked: Checked) -> HeldItem:
@@ -114,12 +109,9 @@ def queue(service: MemoryService, principal: Principal, *, user: str | None = No
     if principal.user is not None and user not in (None, principal.user):
         _require_operator(service, principal, "list the review queue", None, Scope(principal.tenant, user or "*"))
     who = principal.user or user
-    sql = "SELECT id FROM memories m WHERE m.tenant = ? AND m.status = 'review' AND m.expires_at > ?"
-    params: list[Any] = [principal.tenant, now_ms()]
-    if who is not None:
-        sql += " AND m.user_id = ?"
-        params.append(who)
-    ids = [str(r[0]) for r in service.backend.query(sql + " ORDER BY m.created_at, m.id LIMIT ?", (*params, limit))]
+    view = View(principal.tenant, who, status=REVIEW, live_at=now_ms())
+    with service.backend.read() as db:
+        ids = [str(r[0]) for r in db.records(view, Order.CREATED, limit)]
     return [_item(service, service.operator_check(mid)) for mid in ids]
 
 
@@ -192,10 +184,11 @@ def _load_for_reject(service: MemoryService, principal: Principal, memory_id: st
 
 
 def _scope_of_row(service: MemoryService, memory_id: str) -> Scope:
-    rows = service.backend.query("SELECT tenant, user_id, agent FROM memories WHERE id = ?", (memory_id,))
+    with service.backend.read() as db:
+        rows = db.records(View.unscoped(ids=(memory_id,)))
     if not rows:
         raise NotFound(f"no memory {memory_id}")
-    tenant, user, agent = rows[0]
+    tenant, user, agent = rows[0][2:5]
     try:
         return Scope(str(tenant), str(user), str(agent) or None)
     except Exception as exc:

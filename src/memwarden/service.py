@@ -8,9 +8,7 @@ in one transaction. Reads build their scope filter into SQL (S3), verify each ro
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,18 +50,10 @@ from memwarden.records import (
 from memwarden.scope import Scope
 from memwarden.settings import Settings
 from memwarden.signing import Signer
-from memwarden.store.sqlite import (
-    COLUMNS,
-    SELECT_COLS,
-    SqliteBackend,
-    Tx,
-    decode_row,
-    decode_row_why,
-    open_backend,
-    resolve_url,
-    row_to_record,
-    scope_clause,
-)
+from memwarden.store import open_backend, resolve_url
+from memwarden.store.base import ACTIVE, ORDER_KEYS, Engine, Order, Reads, RecordRow, View
+from memwarden.store.base import Writes as Tx
+from memwarden.store.rows import COLUMNS, UPDATED_AT, decode_row, decode_row_why, row_to_record
 from memwarden.timevalues import HOUR_MS, NEVER_EXPIRES, check_due
 
 if TYPE_CHECKING:
@@ -176,7 +166,7 @@ ALL_AGENTS: Any = ...  # operator reads: every agent of the user, and the user's
 class MemoryService:
     """What :func:`memwarden.open` returns: the store, its gate, audit log, event bus and provider registry."""
 
-    def __init__(self, backend: SqliteBackend, key: bytes, policy: Policy | None = None,
+    def __init__(self, backend: Engine, key: bytes, policy: Policy | None = None,
                  gate: Gate | None = None, *, anchor_directory: Path | None = None,
                  refuse_rollback: bool = True) -> None:
         self.backend = backend
@@ -207,12 +197,12 @@ class MemoryService:
         fp = fingerprint(key)
 
         def work(tx: Tx) -> None:
-            row = tx.execute("SELECT value FROM meta WHERE key = 'key_fingerprint'").fetchone()
-            if row is None:
-                tx.execute("INSERT INTO meta VALUES ('key_fingerprint', ?)", (fp,))
-            elif row[0] != fp:
+            stored = tx.meta(["key_fingerprint"]).get("key_fingerprint")
+            if stored is None:
+                tx.put_meta("key_fingerprint", fp)
+            elif stored != fp:
                 raise KeyError_(
-                    f"{self.backend.path} was signed with a different key (fingerprint {row[0][:12]}…); "
+                    f"{self.backend.location} was signed with a different key (fingerprint {stored[:12]}…); "
                     "set $MEMWARDEN_KEY or $MEMWARDEN_KEY_FILE to the key it was created with"
                 )
 
@@ -222,8 +212,8 @@ class MemoryService:
         """I5: compare the store with its anchor outside the database; create the anchor on first use (and for
         a brand-new database at an anchored path, in a new epoch); advance it after every commit from now on."""
         backend = self.backend
-        self.anchor = AnchorKeeper(AnchorFile(directory, self.signer, backend.path), backend.durability,
-                                   backend.path.with_name(backend.path.name + "-wal"))
+        self.anchor = AnchorKeeper(AnchorFile(directory, self.signer, backend.anchor_id), backend.durability,
+                                   backend.sync)
         with backend.read() as conn:
             problem = self.anchor.check(conn, created=backend.created)
         if problem is None and self.anchor.needs_start(backend.created):
@@ -236,19 +226,19 @@ class MemoryService:
             with backend.read() as conn:
                 self.anchor.start(conn)
         if problem is not None:
-            self.rollback = f"{backend.path}: {problem}"
+            self.rollback = f"{backend.location}: {problem}"
             if refuse:
                 raise RollbackDetected(f"{self.rollback}; nothing is served from it. {RESTORE_HINT}")
         backend.after_commit = self._after_commit
 
-    def _after_commit(self, conn: Any, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
-        """Once per committed write transaction (store/sqlite.py): the anchor check and advance (I5)."""
+    def _after_commit(self, conn: Reads, base: tuple[int, str] | None, top: tuple[int, str] | None) -> None:
+        """Once per committed write transaction (``Engine.after_commit``): the anchor check and advance (I5)."""
         try:
             self.anchor.after_commit(conn, base, top)
         except Exception as exc:  # never turns a committed write into a failure
             self.anchor.error = f"the anchor could not be checked: {exc}"
         if self.anchor.problem is not None and self.rollback is None:
-            self.rollback = f"{self.backend.path}: {self.anchor.problem}"
+            self.rollback = f"{self.backend.location}: {self.anchor.problem}"
 
     def accept_restore(self, actor: str, reason: str) -> dict[str, Any]:
         """I5: an operator accepts the store as it is now — restored from an older copy, moved, or with audit
@@ -282,8 +272,14 @@ class MemoryService:
                 "problems": ([str(details["refused"])] if details["refused"] else []) + problems}
 
     @property
+    def location(self) -> str:
+        """The database, as messages name it (a path, or a URL without its password)."""
+        return self.backend.location
+
+    @property
     def path(self) -> Path:
-        return self.backend.path
+        """The database file of an embedded store (``location`` as a path)."""
+        return Path(self.backend.location)
 
     def close(self) -> None:
         try:
@@ -323,10 +319,11 @@ class MemoryService:
         consolidation) act outside sessions; the application sets the actor, never the model."""
         if ctx.actor.startswith(("operator:", "system:")) or ctx.session_id in self._sessions:
             return
-        row = self.backend.query("SELECT ended_at FROM sessions WHERE id = ?", (ctx.session_id,))
-        if not row:
+        with self.backend.read() as db:
+            ended = db.session_ended(ctx.session_id)
+        if ended is None:
             raise UnknownSession(f"unknown session {ctx.session_id!r}: start one with store.session(scope)")
-        if row[0][0] is not None:
+        if ended:
             raise UnknownSession(f"session {ctx.session_id} has ended; start a new session")
         self._sessions.add(ctx.session_id)
 
@@ -484,7 +481,7 @@ class MemoryService:
 
         def work(tx: Tx) -> WriteResult:
             # 1. gate (G1, G6). Inside the transaction's work: writers queued for one group commit sleep while
-            # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite.py).
+            # the combiner runs their gates, instead of competing with it for the interpreter (store/sqlite/backend.py).
             limited = not ctx.actor.startswith(("operator:", "system:"))
             if limited:
                 self._check_rejections(ctx)
@@ -653,9 +650,9 @@ class MemoryService:
         object.__setattr__(record, "signature", self.signer.sign_record(record))
         # 4. store
         if old is None or spec.restore is not None:
-            self.backend.insert(tx, record)
+            tx.insert(record)
         else:
-            self.backend.replace(tx, record, now)
+            tx.replace(record, now)
         # 5. audit (A1): id + hash, never content
         name = ("promoted" if spec.approval else "held" if record.status == Status.REVIEW
                 else "updated" if old is not None else "added")
@@ -677,9 +674,7 @@ class MemoryService:
             details["restored"] = True  # stored again from a signed export, with its own id, version and times
         events.append(self._audit(tx, ctx, name, record.id, details))
         if spec.replaces is not None:
-            where, params = scope_clause(ctx.scope, read_shared=False)  # S4: only a record of the same scope
-            if tx.execute(f"SELECT 1 FROM memories m WHERE m.id = ? AND {where}", (spec.replaces, *params)
-                          ).fetchone() is None:
+            if not tx.records(View.of(ctx.scope, ids=(spec.replaces,))):  # S4: only a record of the same scope
                 raise NotFound(f"no memory {spec.replaces} in {ctx.scope} to replace")
             self._delete_tx(tx, ctx, spec.replaces, "removed", events,
                             reason=f"replaced by the approved revision {record.id}")
@@ -710,12 +705,13 @@ class MemoryService:
         """An id already in the store: the same version of the same record is left as it is (re-importing an
         export is idempotent); anything else is refused. An id the audit log knows but the store does not hold
         was deleted (or its row removed around the API): never restored (D3)."""
-        stored = self.backend.stored_version(tx, restore.id)
+        stored = tx.records(View.unscoped(ids=(restore.id,)))  # any scope: is the id taken?
         p = restore.provenance
-        if stored is not None:
-            version, chash, status, where = stored
+        if stored:
+            row = stored[0]
+            version, chash, status = int(row[1]), str(row[7]), str(row[16])
             if (version, chash) == (restore.version, restore.content_hash) and (
-                    where.tenant, where.user, where.agent_key) == (p.tenant, p.user, p.agent):
+                    str(row[2]), str(row[3]), str(row[4])) == (p.tenant, p.user, p.agent):
                 return WriteResult("review" if status == Status.REVIEW else "accepted", restore.id, restore.version,
                                    verdict, "already in the store at this version: nothing written")
             raise InvalidInput(f"memory {restore.id} already exists in this store (version {version}); a restore "
@@ -737,7 +733,8 @@ class MemoryService:
         trust = Trust.UNTRUSTED if Trust.UNTRUSTED in (ctx.trust, r.provenance.trust) else Trust.TRUSTED
         lowered_why = "; ".join(ctx.taint[:3]) or "imported from an untrusted source"
         if r.derived_from:  # D3: a derived record needs its inputs here, or deleting them could not reach it
-            inputs = self.backend.trust_in_scope(tx, ctx.scope, r.derived_from)
+            inputs = {str(row[0]): str(row[21])  # each input's trust, stored in exactly this scope (any status)
+                      for row in tx.records(View.of(ctx.scope, ids=tuple(r.derived_from)))}
             missing = sorted(set(r.derived_from) - set(inputs))
             if missing:
                 raise InvalidInput(f"memory {r.id} is derived from {', '.join(missing)}, not in this scope; "
@@ -790,9 +787,8 @@ class MemoryService:
         s = ctx.scope
         scopes = [s.agent_key, ""] if ctx.read_shared and s.agent_key else [s.agent_key]
         keys = [hasher.dup_key(hasher.tag(s.tenant, s.user, a), content) for a in scopes]
-        where, params = scope_clause(s, ctx.read_shared)
-        rows = self.backend.untrusted_with_keys(tx, keys, f"{where} AND m.expires_at > ? AND m.sensitivity <= ?",
-                                                [*params, now_ms(), ctx.clearance], exclude)
+        rows = tx.repeats(View.of(s, shared=ctx.read_shared, live_at=now_ms(), clearance=ctx.clearance), keys,
+                          exclude)
         if not rows:
             return None
         mine = repeats.words(content)
@@ -829,7 +825,7 @@ class MemoryService:
 
     def _transact(self, work: Callable[[Tx], T], *, allow_rollback: bool = False) -> T:
         """``work`` in a durable write transaction (possibly group-committed with other threads' writes, see
-        store/sqlite.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
+        store/sqlite/backend.py). Rows refused inside it are reported after it ends, committed or not (T6). A store
         behind its anchor takes no write but an operator's acceptance (I5)."""
         if self.rollback is not None and not allow_rollback:
             raise RollbackDetected(f"{self.rollback}; nothing is read from or written to it. {RESTORE_HINT}")
@@ -875,9 +871,7 @@ class MemoryService:
         the caller read them); returns them and their least trust (Q4)."""
         if not ids:
             return (), Trust.TRUSTED
-        where, params = self._visible(ctx)
-        rows = tx.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                          f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
+        rows = tx.records(self._visible(ctx, ids=tuple(ids)))
         found = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         missing = [i for i in ids if i not in found]
         if missing and versions is not None and all(i in versions for i in missing):
@@ -903,11 +897,11 @@ class MemoryService:
         key = (ctx.scope.tenant, ctx.scope.user, ctx.scope.agent_key, kind)
         purged = False
         for _attempt in range(MAX_EVICTIONS + 2):
-            n, b = self.backend.usage(tx, ctx.scope, kind)  # every status
+            n, b = tx.usage(ctx.scope, kind)  # every status
             entries, used = n + (1 if adding else 0), b + extra_bytes
             if not held and entries <= max_entries and used <= max_bytes:
                 return  # fits even counting the held records (the common case: no second query)
-            held_n, held_b = self.backend.held_usage(tx, ctx.scope, kind)
+            held_n, held_b = tx.usage(ctx.scope, kind, held=True)
             n, b = (held_n, held_b) if held else (n - held_n, b - held_b)
             entries, used = n + (1 if adding else 0), b + extra_bytes
             if entries <= max_entries and used <= max_bytes:
@@ -922,7 +916,8 @@ class MemoryService:
         if held:
             raise CapacityError(kind, limit + " held", [], held=True)  # none of them is the caller's to see
         # S3: only what the caller may see, selected in SQL (scope, active, unexpired, within clearance)
-        rows = self.backend.visible_of_kind(tx, ctx.scope, kind, ctx.clearance, now_ms())
+        rows = tx.records(View.of(ctx.scope, kind=kind, status=ACTIVE, live_at=now_ms(), clearance=ctx.clearance),
+                          Order.OLDEST)
         served = {r.id: r for r in self._serve(ctx, rows, tx=tx)}
         entries_out = []
         for row in rows:  # every entry the caller may see is listed (D1); only verified ones show their content
@@ -944,10 +939,7 @@ class MemoryService:
                    events: list[Event]) -> bool:
         """Evict the lowest-confidence extracted record of the scope and kind if it is below ``confidence``
         (D1, T4). Only extracted records, never an explicit save; never a held one (it waits for a person)."""
-        row = tx.execute("SELECT id, confidence FROM memories WHERE tenant=? AND user_id=? AND agent=? AND kind=?"
-                         " AND status = 'active' AND source_type = 'model' AND sources LIKE ?"
-                         " ORDER BY confidence, updated_at, id LIMIT 1", (*key, f'%"{EXTRACTOR_SOURCE}%')
-                         ).fetchone()
+        row = tx.lowest_extracted(ctx.scope, key[3], EXTRACTOR_SOURCE)
         if row is None or not isinstance(confidence, (int, float)) or float(row[1]) >= float(confidence):
             return False
         self._delete_tx(tx, ctx, str(row[0]), "evicted", events,
@@ -956,20 +948,16 @@ class MemoryService:
         return True
 
     def _purge_expired(self, tx: Tx, ctx: Context, key: tuple[str, str, str, str], events: list[Event]) -> int:
-        now = now_ms()
-        ids = [r[0] for r in tx.execute(
-            "SELECT id FROM memories WHERE tenant=? AND user_id=? AND agent=? AND kind=? AND expires_at <= ?",
-            (*key, now))]
+        ids = [str(r[0]) for r in tx.records(View.of(ctx.scope, kind=key[3], expired_at=now_ms()))]
         for mid in ids:
             self._delete_tx(tx, ctx, mid, "expired", events)
         return len(ids)
 
     def _current_for_update(self, tx: Tx, ctx: Context, memory_id: str, expected: int) -> Record:
-        where, params = scope_clause(ctx.scope, read_shared=False)
-        row = tx.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ? AND {where} AND m.expires_at > ?",
-                         (memory_id, *params, now_ms())).fetchone()
-        if row is None:
+        found = tx.records(View.of(ctx.scope, ids=(memory_id,), live_at=now_ms()))
+        if not found:
             raise NotFound(f"no memory {memory_id} in this scope")
+        row = found[0]
         if not self._serve(ctx, [row], tx=tx):
             raise IntegrityError(f"memory {memory_id} failed verification; it cannot be updated")
         rec = row_to_record(row)
@@ -984,16 +972,15 @@ class MemoryService:
     def _delete_tx(self, tx: Tx, ctx: Context, memory_id: str, event: str, out: list[Event],
                    reason: str = "") -> list[str]:
         """Delete a record and everything derived from it, leaving tombstones in the audit log."""
-        row = tx.execute("SELECT content_hash, tenant, user_id, agent FROM memories WHERE id = ?",
-                         (memory_id,)).fetchone()
-        derived = [] if row is None else self._derived(tx, memory_id, str(row[1]), str(row[2]))
-        self.backend.delete(tx, memory_id)
-        tx.execute("DELETE FROM memory_links WHERE source_id = ?", (memory_id,))
-        details: dict[str, Any] = {"content_hash": row[0] if row else None, "tombstone": True}
+        found = tx.records(View.unscoped(ids=(memory_id,)))  # whatever its scope: the caller checked that
+        row = found[0] if found else None
+        derived = [] if row is None else self._derived(tx, memory_id, str(row[2]), str(row[3]))
+        tx.delete(memory_id)  # the record, its indexes, history and links either way
+        details: dict[str, Any] = {"content_hash": row[7] if row else None, "tombstone": True}
         if reason:
             details["reason"] = reason
         if row:
-            owner = Scope(row[1], row[2], row[3] or None)
+            owner = Scope(row[2], row[3], row[4] or None)
             ev = audit.append(tx, self.signer, event, actor=ctx.actor, tenant=owner.tenant, user=owner.user,
                               agent=owner.agent_key, session_id=ctx.session_id, memory_id=memory_id,
                               details=details)
@@ -1008,7 +995,7 @@ class MemoryService:
         ``derived_from`` alone — never by the unsigned ``memory_links`` (I4). A row whose signature fails is not
         deleted on its say-so (it is never served either; ``doctor`` reports it)."""
         out = []
-        for row in self.backend.derived_rows(tx, memory_id, tenant, user):
+        for row in tx.derived(memory_id, tenant, user):
             rec = decode_row(row)
             if rec is not None and self.signer.verify_record(rec) and memory_id in rec.derived_from:
                 out.append(rec.id)
@@ -1026,16 +1013,13 @@ class MemoryService:
     def remove(self, ctx: Context, memory_id: str, *, include_held: bool = False, reason: str = "") -> list[str]:
         """Delete one record in the caller's own scope (S4); returns every id removed (derived ones too)."""
         self._no_untrusted_deletes(ctx, memory_id, "remove")
-        where, params = scope_clause(ctx.scope, read_shared=False)
         events: list[Event] = []
 
         def work(tx: Tx) -> list[str]:
-            row = tx.execute(f"SELECT m.status FROM memories m WHERE m.id = ? AND {where}"
-                             " AND m.expires_at > ? AND m.sensitivity <= ?",
-                             (memory_id, *params, now_ms(), ctx.clearance)).fetchone()
-            if row is None:
+            found = tx.records(View.of(ctx.scope, ids=(memory_id,), live_at=now_ms(), clearance=ctx.clearance))
+            if not found:
                 raise NotFound(f"no memory {memory_id} in this scope")
-            if row[0] == Status.REVIEW and not include_held:
+            if found[0][16] == Status.REVIEW and not include_held:
                 raise HeldForReview(f"memory {memory_id} is held for operator review; only an operator can "
                                     "reject it")
             return self._delete_tx(tx, ctx, memory_id, "removed", events, reason=reason)
@@ -1050,19 +1034,12 @@ class MemoryService:
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {kind!r}")
         self._no_untrusted_deletes(ctx, None, "clear")
-        where, params = scope_clause(ctx.scope, read_shared=False)
-        sql = f"SELECT m.id FROM memories m WHERE {where} AND m.sensitivity <= ?"
-        params.append(ctx.clearance)
-        if kind:
-            sql += " AND m.kind = ?"
-            params.append(kind)
-        if not include_held:
-            sql += " AND m.status = 'active'"
+        view = View.of(ctx.scope, clearance=ctx.clearance, kind=kind or None, status=None if include_held else ACTIVE)
         events: list[Event] = []
 
         def work(tx: Tx) -> list[str]:
             removed: list[str] = []
-            for (mid,) in tx.execute(sql, params).fetchall():
+            for mid in [str(row[0]) for row in tx.records(view)]:
                 if mid not in removed:
                     removed += self._delete_tx(tx, ctx, mid, "removed", events, reason="clear")
             return removed
@@ -1081,9 +1058,8 @@ class MemoryService:
 
         def work(tx: Tx) -> list[str]:
             removed: list[str] = []
-            rows = tx.execute("SELECT id, tenant, user_id, agent FROM memories WHERE expires_at <= ?",
-                              (now_ms(),)).fetchall()
-            for mid, tenant, user, agent in rows:
+            rows = tx.records(View.unscoped(expired_at=now_ms()))
+            for mid, _version, tenant, user, agent, *_rest in rows:
                 if mid in removed:
                     continue
                 ctx = Context(Scope(tenant, user, agent or None), session_id="gc", actor=actor,
@@ -1098,13 +1074,14 @@ class MemoryService:
 
     # --- verified, scoped reads --------------------------------------------------------------------------------
 
-    def _visible(self, ctx: Context) -> tuple[str, list[object]]:
-        """Scope + status + expiry + clearance, all inside the SQL ``WHERE`` (S3, D2)."""
-        where, params = scope_clause(ctx.scope, ctx.read_shared)
-        return (f"{where} AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity <= ?",
-                [*params, now_ms(), ctx.clearance])
+    @staticmethod
+    def _visible(ctx: Context, now: int | None = None, **filters: Any) -> View:
+        """Scope + status + expiry (at ``now``) + clearance, and ``filters``: parameters of the engine's query
+        (S3, D2)."""
+        return View.of(ctx.scope, shared=ctx.read_shared, status=ACTIVE, live_at=now_ms() if now is None else now,
+                       clearance=ctx.clearance, **filters)
 
-    def _check(self, db: Any, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
+    def _check(self, db: Reads, rows: Iterable[Sequence[object]]) -> tuple[list[Record], list[tuple[str, str]]]:
         """Decode each row, verify its signature and that it is the version its audit history says is current —
         by audit evidence that is itself verified: the lifecycle row's own MAC, and its place in the chain this
         process walked (I5: no forged, edited or deleted audit row can vouch for a rolled-back record).
@@ -1135,10 +1112,10 @@ class MemoryService:
                 bad.append((r.id, f"not served: {why}"))
         return good, bad
 
-    def _advance_chain(self, db: Any) -> None:
+    def _advance_chain(self, db: Reads) -> None:
         """Walk the committed audit rows this process has not verified yet (``ChainCursor``). Inside a write
-        transaction (``db`` is a ``Tx``) the walk reads the committed state, never the open transaction's rows."""
-        if isinstance(db, Tx):
+        transaction (``db.writing``) the walk reads the committed state, never the open transaction's rows."""
+        if db.writing:
             with self.backend.read() as conn:
                 self.chain.advance(conn)
         else:
@@ -1167,22 +1144,17 @@ class MemoryService:
         self._commit_events([ev])
         return ev
 
-    def _read(self, ctx: Context, sql: str, params: Sequence[object]) -> list[Record]:
-        with self.backend.read() as conn:
-            good, bad = self._check(conn, conn.execute(sql, params).fetchall())
+    def _read(self, ctx: Context, view: View, order: Order, limit: int) -> list[Record]:
+        with self.backend.read() as db:
+            good, bad = self._check(db, db.records(view, order, limit))
         self._integrity_events(ctx, bad)
         return good
 
     def begin_session(self, ctx: Context, workspace: Sequence[str], snapshot_sha256: str, shown: Sequence[str],
                       total: int) -> None:
         """Record a session and what its frozen prompt block carried (P1, A2), in one transaction."""
-        s = ctx.scope
-
         def work(tx: Tx) -> list[Event]:
-            tx.execute("INSERT INTO sessions (id, tenant, user_id, agent, started_at, clearance, workspace,"
-                       " snapshot_sha256) VALUES (?,?,?,?,?,?,?,?)",
-                       (ctx.session_id, s.tenant, s.user, s.agent_key, now_ms(), ctx.clearance,
-                        json.dumps(list(workspace)), snapshot_sha256))
+            tx.begin_session(ctx.session_id, ctx.scope, now_ms(), ctx.clearance, list(workspace), snapshot_sha256)
             return [self._audit(tx, ctx, "session_started", None, {"snapshot_sha256": snapshot_sha256,
                                                                     "workspace": list(workspace)}),
                     self._audit(tx, ctx, "injected", None, {"ids": list(shown), "total": total})]
@@ -1195,7 +1167,7 @@ class MemoryService:
         self._rejections.pop(ctx.session_id, None)
 
         def work(tx: Tx) -> list[Event]:
-            tx.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (now_ms(), ctx.session_id))
+            tx.end_session(ctx.session_id, now_ms())
             return [self._audit(tx, ctx, "session_ended", None, summary)] if summary is not None else []
 
         self._commit_events(self._transact(work))
@@ -1207,12 +1179,11 @@ class MemoryService:
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One record in scope, served only if it verifies; held records are refused (T2)."""
         self._require_session(ctx)
-        where, params = scope_clause(ctx.scope, ctx.read_shared)
-        with self.backend.read() as conn:
-            rows = conn.execute(
-                f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ? AND {where} AND m.expires_at > ?"
-                " AND m.sensitivity <= ?", (memory_id, *params, now_ms(), ctx.clearance)).fetchall()
-            good, bad = self._check(conn, rows)
+        view = View.of(ctx.scope, shared=ctx.read_shared, ids=(memory_id,), live_at=now_ms(),
+                       clearance=ctx.clearance)
+        with self.backend.read() as db:
+            rows = db.records(view)
+            good, bad = self._check(db, rows)
         if not rows:
             raise NotFound(f"no memory {memory_id} in this scope")
         if bad:
@@ -1233,38 +1204,34 @@ class MemoryService:
             raise InvalidInput(f"limit must be a whole number from 1 to {self.policy.max_list}")
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {str(kind)[:40]!r}")
-        where, params = self._visible(ctx)
-        sql = (f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
-               " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?")
+        now = now_ms()
         kinds = [kind] if kind is not None else [k.value for k in Kind]
-        with self.backend.read() as conn:
-            rows = [row for k in kinds for row in conn.execute(sql, (*params, k, limit)).fetchall()]
+        with self.backend.read() as db:
+            rows = [row for k in kinds for row in db.records(self._visible(ctx, now, kind=k), Order.NEWEST, limit)]
             rows.sort(key=_newest_first, reverse=True)
-            good, bad = self._check(conn, rows[:limit])
+            good, bad = self._check(db, rows[:limit])
         self._integrity_events(ctx, bad)
         return good
 
     def block_records(self, ctx: Context) -> tuple[list[Record], int]:
         """P3: the newest entries of the block kinds in priority order, and how many such entries exist.
         One index-ordered query per kind (no sort of the whole scope); refused rows are skipped, not shown."""
-        where, params = self._visible(ctx)
+        now = now_ms()
         want = self.policy.block_entries
         good: list[Record] = []
         bad: list[tuple[str, str]] = []
         total = 0
-        with self.backend.read() as conn:
+        with self.backend.read() as db:
             for kind in self.policy.block_kinds:
-                total += int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where} AND m.kind = ?",
-                                          (*params, kind)).fetchone()[0])
+                view = self._visible(ctx, now, kind=kind)
+                total += db.count(view)
                 offset = 0
                 while len(good) < want:
-                    rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
-                                        " ORDER BY m.updated_at DESC, m.id DESC LIMIT ? OFFSET ?",
-                                        (*params, kind, want - len(good), offset)).fetchall()
+                    rows = db.records(view, Order.NEWEST, want - len(good), offset)
                     if not rows:
                         break
                     offset += len(rows)
-                    g, b = self._check(conn, rows)
+                    g, b = self._check(db, rows)
                     good += g
                     bad += b
         self._integrity_events(ctx, bad)
@@ -1275,14 +1242,11 @@ class MemoryService:
         now = now_ms() if now is None else now
         lo = now - int(self.policy.reminder_window_back_hours * 3_600_000)
         hi = now + int(self.policy.reminder_window_forward_hours * 3_600_000)
-        where, params = self._visible(ctx)
-        where += " AND m.kind = 'reminder' AND m.due_at BETWEEN ? AND ?"
-        params += [lo, hi]
-        with self.backend.read() as conn:
-            total = int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
-            rows = conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} ORDER BY m.due_at, m.id"
-                                " LIMIT ?", (*params, self.policy.block_entries)).fetchall()
-            good, bad = self._check(conn, rows)
+        view = self._visible(ctx, now, kind=Kind.REMINDER, due=(lo, hi))
+        with self.backend.read() as db:
+            total = db.count(view)
+            rows = db.records(view, Order.DUE, self.policy.block_entries)
+            good, bad = self._check(db, rows)
         self._integrity_events(ctx, bad)
         return good, total - len(bad)
 
@@ -1301,10 +1265,7 @@ class MemoryService:
         """T5: the scope's procedures that trigger matching may use — active, and trusted or approved by an
         operator (never held, never auto-approved); every filter in the SQL."""
         self._require_session(ctx)
-        where, params = self._visible(ctx)
-        return self._read(ctx, f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = 'procedure'"
-                               " AND (m.trust = 'trusted' OR m.approval LIKE 'operator:%')"
-                               " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?", (*params, limit))
+        return self._read(ctx, self._visible(ctx, kind=Kind.PROCEDURE, vouched=True), Order.NEWEST, limit)
 
     # --- operator views ----------------------------------------------------------------------------------------
 
@@ -1318,9 +1279,8 @@ class MemoryService:
                       kind: str | None = None) -> list[Checked]:
         """Every live row of a user (one agent's scope, the shared scope with ``None``, or ``ALL_AGENTS``), each
         judged; refused rows are listed, never raised. Scope and expiry are in the SQL (S3, D2)."""
-        where, params = _operator_where(tenant, user, agent, include_held, kind)
-        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                                  f" ORDER BY {_OPERATOR_ORDER}", params)
+        with self.backend.read() as db:
+            rows = db.records(_operator_view(tenant, user, agent, include_held, kind), Order.OPERATOR)
         return self.check_rows(rows)
 
     def operator_page(self, tenant: str, user: str, agent: Any = ALL_AGENTS, *, include_held: bool = True,
@@ -1329,21 +1289,16 @@ class MemoryService:
         """One page of :meth:`operator_rows` (same rows, same order, at most ``limit``) after the page key
         ``after``, and the key of the next page (``None``: this was the last). Keyset paging in the SQL, so a
         long listing (a streamed export) never holds more than one page."""
-        where, params = _operator_where(tenant, user, agent, include_held, None)
-        if after is not None:
-            where += f" AND ({_OPERATOR_ORDER}) > (?, ?, ?, ?)"
-            params.extend(after)
-        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE {where}"
-                                  f" ORDER BY {_OPERATOR_ORDER} LIMIT ?", (*params, limit))
+        view = _operator_view(tenant, user, agent, include_held, None)
+        with self.backend.read() as db:
+            rows = db.records(view, Order.OPERATOR, limit, after=None if after is None else tuple(after))
         key = tuple(rows[-1][i] for i in _OPERATOR_KEY) if len(rows) >= limit else None
         return self.check_rows(rows), key
 
     def users_of(self, tenant: str, *, after: str = "", limit: int = 500) -> list[str]:
         """The users of a tenant holding live records, sorted, after ``after`` (keyset paging), at most ``limit``."""
-        rows = self.backend.query("SELECT DISTINCT m.user_id FROM memories m WHERE m.tenant = ? AND m.user_id > ?"
-                                  " AND m.expires_at > ? ORDER BY m.user_id LIMIT ?",
-                                  (tenant, after, now_ms(), limit))
-        return [str(r[0]) for r in rows]
+        with self.backend.read() as db:
+            return db.users(View(tenant, live_at=now_ms()), after, limit)
 
     def beliefs(self, tenant: str, user: str) -> list[Checked]:
         """A4: everything held about a user, every agent and status, each with source, trust and approver."""
@@ -1352,17 +1307,18 @@ class MemoryService:
     def agents_of(self, tenant: str, user: str) -> list[str | None]:
         """The agents holding live records of a user (``None`` = the user's shared scope), sorted."""
         scope = Scope(tenant, user)
-        rows = self.backend.query("SELECT DISTINCT m.agent FROM memories m WHERE m.tenant = ? AND m.user_id = ?"
-                                  " AND m.expires_at > ? ORDER BY m.agent", (scope.tenant, scope.user, now_ms()))
-        return [str(r[0]) or None for r in rows]
+        with self.backend.read() as db:
+            agents = db.agents(View(scope.tenant, scope.user, live_at=now_ms()))
+        return [a or None for a in agents]
 
-    def refused(self, rows: Sequence[Sequence[object]]) -> list[tuple[str, str]]:
+    def refused(self, rows: Sequence[RecordRow]) -> list[tuple[str, str]]:
         """Operator check (doctor): which of these rows would be refused, and why."""
         return [(c.id, c.refused) for c in self.check_rows(rows) if c.refused]
 
     def operator_check(self, memory_id: str) -> Checked:
         """One row by id in any scope, judged (operator tools only; agents use :meth:`get`)."""
-        rows = self.backend.query(f"SELECT {SELECT_COLS} FROM memories m WHERE m.id = ?", (memory_id,))
+        with self.backend.read() as db:
+            rows = db.records(View.unscoped(ids=(memory_id,)))
         if not rows:
             raise NotFound(f"no memory {memory_id}")
         return self.check_rows(rows)[0]
@@ -1375,47 +1331,28 @@ class MemoryService:
         return checked.record
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
-        rows = self.backend.query(
-            "SELECT version, superseded_at, content, session_id, source_type FROM memory_history WHERE id = ?"
-            " ORDER BY version", (memory_id,))
+        with self.backend.read() as db:
+            rows = db.history(memory_id)
         return [{"version": v, "superseded_at": s, "content": c, "session_id": sid, "source_type": st}
                 for v, s, c, sid, st in rows]
 
 
-_OPERATOR_ORDER = "m.agent, m.kind, m.created_at, m.id"
-_OPERATOR_KEY = tuple(COLUMNS.index(c) for c in ("agent", "kind", "created_at", "id"))
+_OPERATOR_KEY = tuple(COLUMNS.index(c) for c in ORDER_KEYS[Order.OPERATOR])  # a page's key: its last row's
 
 
-def _operator_where(tenant: str, user: str, agent: Any, include_held: bool, kind: str | None
-                    ) -> tuple[str, list[object]]:
-    """The ``WHERE`` of the operator listings: scope (one agent, the shared scope, or ``ALL_AGENTS``), expiry,
-    status and kind, all in the SQL (S3, D2)."""
+def _operator_view(tenant: str, user: str, agent: Any, include_held: bool, kind: str | None) -> View:
+    """The ``View`` of the operator listings: scope (one agent, the shared scope, or ``ALL_AGENTS``), expiry,
+    status and kind, all parameters of the engine's query (S3, D2)."""
+    filters: dict[str, Any] = {"live_at": now_ms(), "status": None if include_held else ACTIVE, "kind": kind}
     if agent is ALL_AGENTS:
         scope = Scope(tenant, user)
-        where, params = "m.tenant = ? AND m.user_id = ?", [scope.tenant, scope.user]
-    else:
-        where, params = scope_clause(Scope(tenant, user, agent), read_shared=False)
-    where += " AND m.expires_at > ?"
-    params.append(now_ms())
-    if not include_held:
-        where += " AND m.status = 'active'"
-    if kind is not None:
-        where += " AND m.kind = ?"
-        params.append(kind)
-    return where, params
-
-
-_WORD = re.compile(r"\w+")
-_UPDATED_AT = COLUMNS.index("updated_at")
+        return View(scope.tenant, scope.user, **filters)
+    return View.of(Scope(tenant, user, agent), **filters)
 
 
 def _newest_first(row: Sequence[object]) -> tuple[int, str]:
-    ts = row[_UPDATED_AT]
+    ts = row[UPDATED_AT]
     return (ts if isinstance(ts, int) else -1, str(row[0]))  # a malformed row sorts last, then is refused
-def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: every word quoted, joined with OR (no operator injection)."""
-    words = dict.fromkeys(f'"{w}"' for w in _WORD.findall(text))  # \w never matches '"': quoting is safe
-    return " OR ".join(list(words)[:32])
 
 
 def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | None = None,

@@ -22,14 +22,11 @@ from __future__ import annotations
 
 import hmac
 import logging
-import sqlite3
 from typing import TYPE_CHECKING
-
-from memwarden.store import settings as sql
 
 if TYPE_CHECKING:
     from memwarden.signing import Signer
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Reads, Writes
 
 log = logging.getLogger("memwarden.settings")
 
@@ -58,9 +55,9 @@ class Settings:
     def _mac(self, name: str, value: str) -> str:
         return self._signer.mac_fields(_DOMAIN, (name, value))
 
-    def get(self, conn: sqlite3.Connection | Tx, name: str) -> str | None:
+    def get(self, conn: Reads, name: str) -> str | None:
         """The verified value of ``name``, or ``None`` (absent, or refused: see :attr:`refused`)."""
-        row = sql.read(conn, name)
+        row = conn.setting(name)
         if row is None:
             return None
         value, sig = row
@@ -77,20 +74,20 @@ class Settings:
         return (f"setting {name!r} = {value[:80]!r} fails verification (written outside memwarden); "
                 f"{FIX.get(name, 'it is ignored')}")
 
-    def put(self, tx: Tx, name: str, value: str) -> None:
-        sql.write(tx, name, value, self._mac(name, value))  # what was refused before stays in ``refused``
+    def put(self, tx: Writes, name: str, value: str) -> None:
+        tx.put_setting(name, value, self._mac(name, value))  # what was refused before stays in ``refused``
 
-    def check(self, conn: sqlite3.Connection | Tx) -> list[tuple[str, str]]:
+    def check(self, conn: Reads) -> list[tuple[str, str]]:
         """``(setting, problem)`` for every row that would be refused now, or was refused since open, and every
         unsigned setting left in ``meta`` after the store's upgrade (``doctor``)."""
         out: dict[str, str] = dict(self.refused)
-        for name, value, sig in sql.read_all(conn):
+        for name, value, sig in conn.settings():
             if name not in KNOWN:
                 out[name] = f"unknown setting {name!r} (written outside memwarden); nothing reads it"
             elif not hmac.compare_digest(sig, self._mac(name, value)):
                 out[name] = self.problem(name, value)
         if self.get(conn, MIGRATED) is not None:
-            for key, value in sql.meta_rows(conn, LEGACY_META).items():
+            for key, value in conn.meta(LEGACY_META).items():
                 out[f"meta.{key}"] = (f"unsigned row meta.{key} = {value[:80]!r} was written outside memwarden; "
                                       "it is ignored (settings are signed): check who can write the database file")
         return sorted(out.items())

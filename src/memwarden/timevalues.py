@@ -3,7 +3,7 @@
 Every time a caller can set (a reminder's ``due``) is checked here before it reaches the write path, and every
 time read back from the store is rendered by :func:`iso`, which never raises: one out-of-range value must not
 make a session, a listing or an export fail (issue 12, item 3). Stored values outside :data:`MIN_MS` ..
-:data:`MAX_MS` are refused by the row decoder (``store.sqlite.row_problem``) and reported, never served.
+:data:`MAX_MS` are refused by the row decoder (``store.rows.decode_row_why``) and reported, never served.
 A leaf module: it imports nothing of memwarden but its errors.
 """
 

@@ -14,7 +14,8 @@ A setting signed by the upgrade still cannot send data anywhere the process conf
 (:func:`memwarden.retrieval.embedders.from_stored_spec`), so an endpoint planted before the upgrade stays unused.
 
 Issue 13 added two signed fields to token rows (the host-reports-ingest profile and the expiry; the columns are
-added by ``store.schema.add_columns``). Its step re-signs every token row whose issue-12 signature verifies, with
+added to an older store's table by the engine when it opens it: SQLite's
+``store/sqlite/schema.add_columns``). Its step re-signs every token row whose issue-12 signature verifies, with
 the columns' defaults (no profile, no expiry: an earlier version could not set them), and marks the store ``2``.
 A store of issue 12 (mark ``1``) runs only this step; an older store runs both in one transaction, one event.
 The audit event says which steps ran (``token_rows``: the row-signature version it left), so deleting the mark
@@ -29,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden import audit, auth
 from memwarden.settings import LEGACY_META, MIGRATED
-from memwarden.store import settings as sql
-from memwarden.store import tokens
 
 if TYPE_CHECKING:
     from memwarden.events import Event
     from memwarden.service import MemoryService
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes
 
 log = logging.getLogger("memwarden.upgrade")
 
@@ -52,11 +51,11 @@ def run(service: MemoryService) -> dict[str, Any] | None:
         if settings.get(conn, MIGRATED) == DONE:
             return None  # the common case: one read, no write transaction
 
-    def work(tx: Tx) -> Event | None:
+    def work(tx: Writes) -> Event | None:
         mark = settings.get(tx, MIGRATED)
         if mark == DONE:
             return None  # another process upgraded it meanwhile
-        logged = [_details(row) for row in sql.config_events(tx, "settings_migrated")]
+        logged = [_details(row) for row in tx.audit_config_events("settings_migrated")]
         settings_done = mark == SIGNED_SETTINGS or bool(logged)
         rows_done = any(d.get("token_rows") == TOKEN_ROWS for d in logged)
         if mark != SIGNED_SETTINGS and logged:
@@ -65,13 +64,13 @@ def run(service: MemoryService) -> dict[str, Any] | None:
         if rows_done:
             settings.put(tx, MIGRATED, DONE)
             return None
-        legacy = {} if settings_done else sql.meta_rows(tx, LEGACY_META)
+        legacy = {} if settings_done else tx.meta(LEGACY_META)
         # a database this process created (its first audit row is the anchor's) or one with no history: nothing
         # to report, only the mark to set
-        fresh = not legacy and not tokens.all_rows(tx) and (service.backend.created or sql.audit_is_empty(tx))
+        fresh = not legacy and not tx.tokens() and (service.backend.created or tx.audit_head()[0] == 0)
         for name, value in legacy.items():
             settings.put(tx, name, value)
-        sql.delete_meta(tx, list(legacy))
+        tx.delete_meta(list(legacy))
         signed = auth.upgrade_rows(tx, service)
         settings.put(tx, MIGRATED, DONE)
         if fresh or (settings_done and not any(signed.values())):

@@ -36,7 +36,7 @@ EMBEDDER_SETTING, TOKENIZER_SETTING = "embedder", "fts_tokenizer"
 if TYPE_CHECKING:
     from memwarden.records import Record
     from memwarden.service import Context, MemoryService
-    from memwarden.store.sqlite import Tx
+    from memwarden.store.base import Writes as Tx
 
 log = logging.getLogger("memwarden.retrieval")
 
@@ -82,7 +82,7 @@ class Retrieval:
             if not indexer.needs_rebuild(settings.get(tx, TOKENIZER_SETTING)):
                 return None
             # a new tokenizer changes the terms, not the vectors: existing vectors are kept (reindex redoes them)
-            out = indexer.rebuild(tx, vectors=tx.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is None)
+            out = tx.rebuild_indexes(vectors=not tx.has_vectors())
             settings.put(tx, TOKENIZER_SETTING, TOKENIZER_VERSION)
             return out
 
@@ -132,7 +132,6 @@ class Retrieval:
         where the process configuration names that endpoint too)."""
         from memwarden import audit
 
-        indexer = self.service.backend.indexer
         settings = self.service.settings
         events: list[Event] = []
 
@@ -141,7 +140,7 @@ class Retrieval:
                 settings.put(tx, EMBEDDER_SETTING, spec)
                 events.append(audit.append(tx, self.service.signer, "setting_changed", actor=actor,
                                            details={"name": EMBEDDER_SETTING, "value": spec}))
-            out = indexer.rebuild(tx, vectors=vectors)
+            out = tx.rebuild_indexes(vectors=vectors)
             settings.put(tx, TOKENIZER_SETTING, TOKENIZER_VERSION)
             return out
 

@@ -2,11 +2,11 @@
 fused, widened to neighbouring turns of the same session, weighted by kind and recency. docs/retrieval.md
 explains each signal and how it was tuned.
 
-Every candidate comes from SQL whose ``WHERE`` is :meth:`MemoryService._visible` (scope, ``status='active'``,
-expiry, clearance: S3, D2) — the lexical query, the vector scan, the neighbour lookups and the final fetch —
-and every returned row then passes ``_check`` (signature and audit history, I1/T6). If the embedder fails or
-is unavailable, the vector signal is skipped and the search is lexical-only, with an ``embedder_failed`` event;
-it never raises into the agent's path (Q2).
+Every candidate comes through the store contract with the ``View`` of :meth:`MemoryService._visible` (scope,
+``status='active'``, expiry, clearance: S3, D2) as a parameter of the engine's query — the lexical candidates,
+the vector scan, the neighbour lookups and the final fetch — and every returned row then passes ``_check``
+(signature and audit history, I1/T6). If the embedder fails or is unavailable, the vector signal is skipped and
+the search is lexical-only, with an ``embedder_failed`` event; it never raises into the agent's path (Q2).
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from memwarden.retrieval.embedders import Embedder, HashEmbedder, safe_embed
 from memwarden.retrieval.postings import PostingsCache, VectorCache
 from memwarden.retrieval.ranking import Ranking
 from memwarden.retrieval.tokenize import query_terms
-from memwarden.store.sqlite import SELECT_COLS
+from memwarden.store.base import Reads, View
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from memwarden.records import Record
     from memwarden.scope import Scope
     from memwarden.service import Context, MemoryService
@@ -51,9 +49,6 @@ def _cand(row: tuple[Any, ...]) -> _Cand:
     return _Cand(int(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
 
 
-_CAND_COLS = "m.rowid, m.agent, m.session_id, m.kind, m.updated_at"
-
-
 class DfCache:
     """Per-scope document frequencies of index tokens (``fts5vocab`` counts a token's whole doclist: for a
     word in a third of a 100k scope, milliseconds per term and query). Entries are valid for one state of the
@@ -66,8 +61,7 @@ class DfCache:
     def __init__(self) -> None:
         self._scopes: dict[tuple[str, ...], tuple[tuple[int, int], dict[str, int]]] = {}
 
-    def lookup(self, conn: sqlite3.Connection, key: tuple[tuple[str, ...], int, int], tokens: list[str]
-               ) -> dict[str, int]:
+    def lookup(self, db: Reads, key: tuple[tuple[str, ...], int, int], tokens: list[str]) -> dict[str, int]:
         tags, state = key[0], key[1:]
         entry = self._scopes.get(tags)
         if entry is None or entry[0] != state:
@@ -77,8 +71,7 @@ class DfCache:
         known = entry[1]
         missing = [t for t in tokens if t not in known]
         if missing:
-            found = {str(term): int(doc) for term, doc in conn.execute(
-                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({','.join('?' * len(missing))})", missing)}
+            found = db.term_documents(missing)
             if len(known) + len(missing) > self.MAX_TERMS:
                 known.clear()
             for t in missing:
@@ -103,15 +96,8 @@ class HybridSearch:
         """The ``k`` best visible records and ``why`` the vector signal was skipped (``""`` when it was used)."""
         rk = self.ranking
         svc = self.service
-        where, params = svc._visible(ctx)
-        if kind is not None:
-            where += " AND m.kind = ?"
-            params.append(kind)
         # records folded into an active consolidation are represented by it (Q4)
-        where += (" AND NOT EXISTS (SELECT 1 FROM memory_links l JOIN memories d ON d.id = l.derived_id"
-                  " WHERE l.source_id = m.id AND d.source_type = 'consolidation' AND d.status = 'active'"
-                  " AND d.expires_at > ?)")
-        params.append(now_ms())
+        view = svc._visible(ctx, kind=kind, unfolded_at=now_ms())  # visibility at the service's clock
         scope = ctx.scope
         agents = [scope.agent_key] + ([""] if ctx.read_shared and not scope.is_shared else [])
         hasher = svc.backend.indexer.hasher
@@ -122,38 +108,37 @@ class HybridSearch:
             m, skipped = safe_embed(self.embedder, [query], query=True)
             qvec = None if m is None else m[0]
         cands: dict[int, _Cand] = {}
-        with svc.backend.read() as conn:
+        with svc.backend.read() as db:
             if qterms:
-                self._lexical(conn, where, params, scope, ctx.clearance, tags, qterms, agents, cands)
+                self._lexical(db, view, scope, ctx.clearance, tags, qterms, agents, cands)
             if qvec is not None:
-                self._dense(conn, where, params, qvec, scope, ctx.clearance, agents, cands)
+                self._dense(db, view, qvec, scope, ctx.clearance, agents, cands)
             if not cands:
                 return [], skipped
             self._fuse(cands, qvec is not None)
             if rk.mode != "bm25" and rk.expand > 0:
-                self._expand(conn, where, params, scope, cands)
+                self._expand(db, svc._visible(ctx, view.live_at, kind=Kind.EPISODE, unfolded_at=view.unfolded_at),
+                             cands)
             self._weigh(cands)
             best = sorted(cands.values(), key=lambda c: (-c.score, c.rowid))[:k]
             order = {c.rowid: i for i, c in enumerate(best)}
-            marks = ",".join("?" * len(best))
-            rows = conn.execute(f"SELECT m.rowid, {SELECT_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN ({marks})"
-                                f" AND {where}", (*order, *params)).fetchall()
+            rows = db.ranked(view, list(order))
             rows.sort(key=lambda r: order[r[0]])
-            good, bad = svc._check(conn, [r[1:] for r in rows])
+            good, bad = svc._check(db, [r[1] for r in rows])
         svc._integrity_events(ctx, bad)
         return good, skipped
 
     # --- signals ------------------------------------------------------------------------------------------
 
-    def _lexical(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope, clearance: int,
-                 tags: list[str], qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+    def _lexical(self, db: Reads, view: View, scope: Scope, clearance: int, tags: list[str], qterms: list[str],
+                 agents: list[str], cands: dict[int, _Cand]) -> None:
         """BM25 over the in-memory postings of what the caller may see in the scope (retrieval/postings.py): N,
         document frequencies and the average length count visible documents only (S3, T2: a hidden record
         never moves a score); every document holding a query term is scored. The best ``pool`` are then read
         through the visibility filter (S3); when filtered rows (kind, consolidated) leave fewer than half of
         that, deeper candidates are read, in score order, until enough are visible or none are left."""
         if self.ranking.mode == "bm25":
-            self._lexical_fts(conn, where, params, scope, tags, qterms, agents, cands)
+            self._lexical_fts(db, view, scope, tags, qterms, agents, cands)
             return
         rk = self.ranking
         terms = [[tag + t for tag in tags] for t in qterms]
@@ -161,13 +146,12 @@ class HybridSearch:
         visible, start, depth = 0, 0, rk.pool
         while True:
             with cache.lock:
-                ranked = cache.get(conn, scope, len(agents) > 1, clearance).top(terms, rk.k1, rk.b, depth)
+                ranked = cache.get(db, scope, len(agents) > 1, clearance).top(terms, rk.k1, rk.b, depth)
             score = dict(ranked[start:])
             part = list(score)
             for i in range(0, len(part), _IN_CHUNK):
                 chunk = part[i:i + _IN_CHUNK]
-                for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN"
-                                        f" ({','.join('?' * len(chunk))}) AND {where}", (*chunk, *params)):
+                for row in db.candidates(view, chunk):
                     c = _cand(row)
                     c.lex = score[c.rowid]
                     cands[c.rowid] = c
@@ -176,19 +160,15 @@ class HybridSearch:
                 return
             start, depth = depth, depth * 20
 
-    def _lexical_fts(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope,
-                     tags: list[str], qterms: list[str], agents: list[str], cands: dict[int, _Cand]) -> None:
+    def _lexical_fts(self, db: Reads, view: View, scope: Scope, tags: list[str], qterms: list[str],
+                     agents: list[str], cands: dict[int, _Cand]) -> None:
         """Plain BM25, FTS5's own order (``mode='bm25'``: the baseline ``bench locomo`` reports)."""
         rk = self.ranking
         keyed = [tag + t for tag in tags for t in qterms]
-        marks = ",".join("?" * len(agents))
-        n_docs, n_bytes = conn.execute(f"SELECT coalesce(sum(entries), 0), coalesce(sum(bytes), 0) FROM scope_usage"
-                                       f" WHERE tenant = ? AND user_id = ? AND agent IN ({marks})",
-                                       (scope.tenant, scope.user, *agents)).fetchone()
-        n_docs = int(n_docs)
+        n_docs, n_bytes = db.scope_totals(scope.tenant, scope.user, agents)
         # Per-term document frequencies in this scope (terms carry the scope tag): BM25's IDF, and which terms
         # are rare enough to find candidates with.
-        df_keyed = self.df_cache.lookup(conn, (tuple(tags), n_docs, int(n_bytes)), keyed)
+        df_keyed = self.df_cache.lookup(db, (tuple(tags), n_docs, n_bytes), keyed)
         present = sorted((k for k in keyed if df_keyed.get(k)), key=lambda k: (df_keyed[k], k))
         if not present:
             return
@@ -202,21 +182,13 @@ class HybridSearch:
                 break
             used.append(k)
             postings += df_keyed[k]
-        # Terms are [a-z0-9…]: quoting them is enough (no operator injection). When the budget left terms out,
-        # the match is "holds a candidate term", ranked on every term: a document with all of the query's common
-        # words still comes first.
-        match = " OR ".join(f'"{k}"' for k in used)
-        if len(used) < len(present):
-            match = f"({match}) AND ({' OR '.join(chr(34) + k + chr(34) for k in present)})"
-        # FTS5 preselects the best ``pool`` of those by its bm25 (cheap to compute; reading every match's text
-        # is not); the outer WHERE is the visibility filter (S3). Every lookup of ``memories`` by rowid here
-        # says NOT INDEXED: otherwise the planner may walk the scope's index (the whole scope) instead.
-        sql = (f"SELECT {_CAND_COLS}, f.content, f.r FROM (SELECT rowid, content, rank AS r FROM memories_fts"
-               " WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memories m NOT INDEXED ON m.rowid = f.rowid"
-               f" WHERE {where} ORDER BY f.r")
-        rows = conn.execute(sql, (match, rk.pool, *params)).fetchall()
+        # When the budget left terms out, the match is "holds a candidate term", ranked on every term: a document
+        # with all of the query's common words still comes first. The engine preselects the best ``pool`` by its
+        # own full-text rank, then the visibility filter applies (S3).
+        also = present if len(used) < len(present) else None
+        rows = db.text_candidates(view, used, also, rk.pool)
         if len(rows) < rk.pool // 2 and postings > rk.pool:  # held/expired rows crowded the inner LIMIT: deeper
-            rows = conn.execute(f"{sql} LIMIT ?", (match, rk.pool * 20, *params, rk.pool)).fetchall()
+            rows = db.text_candidates(view, used, also, rk.pool * 20, limit=rk.pool)
         if not rows:
             return
         for row in rows:  # FTS5's own bm25 (the whole table's N and average length): the plain baseline
@@ -224,15 +196,15 @@ class HybridSearch:
             c.lex = -float(row[6])
             cands[c.rowid] = c
 
-    def _dense(self, conn: sqlite3.Connection, where: str, params: list[object], qvec: np.ndarray, scope: Scope,
-               clearance: int, agents: list[str], cands: dict[int, _Cand]) -> None:
+    def _dense(self, db: Reads, view: View, qvec: np.ndarray, scope: Scope, clearance: int, agents: list[str],
+               cands: dict[int, _Cand]) -> None:
         """Cosine over the scope's vectors of this embedder, held in memory (retrieval/postings.py
         ``VectorCache``, kept in step through ``index_log``). The best ``dense_pool`` join the candidates only
         through the visibility filter (S3); lexical candidates (already visible) get their cosine too."""
         rk = self.ranking
         cache = self.vectors
         with cache.lock:
-            sv = cache.get(conn, scope, len(agents) > 1, clearance, self.embedder.fingerprint, self.embedder.dim)
+            sv = cache.get(db, scope, len(agents) > 1, clearance, self.embedder.fingerprint, self.embedder.dim)
             ids, cos, every = sv.cosines(qvec)
             # the lexical candidates' cosines, while no other search can change ``sv.local``
             lex_cos = {rid: float(every[j]) for rid in cands if (j := sv.local.get(rid)) is not None}
@@ -252,9 +224,7 @@ class HybridSearch:
             cands[rid].dense = max(0.0, (v - base) / span)
         missing = [rid for rid in dense if rid not in cands]
         if missing:
-            marks = ",".join("?" * len(missing))
-            for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN ({marks})"
-                                    f" AND {where}", (*missing, *params)):
+            for row in db.candidates(view, missing):
                 c = _cand(row)
                 cands[c.rowid] = c
         for rid, d in dense.items():
@@ -269,8 +239,7 @@ class HybridSearch:
         for c in cands.values():
             c.score = (c.lex / top if top > 0 else 0.0) + (w * c.dense if dense_used else 0.0)
 
-    def _expand(self, conn: sqlite3.Connection, where: str, params: list[object], scope: Scope,
-                cands: dict[int, _Cand]) -> None:
+    def _expand(self, db: Reads, episodes: View, cands: dict[int, _Cand]) -> None:
         """Context expansion: a turn next to a matching turn of the same session shares part of its score.
         Neighbours are the nearest visible episodes of the seed's session in write order (``rowid``), looked
         for within ``expand_window`` rows on each side (sessions written interleaved with many others may lose
@@ -278,21 +247,20 @@ class HybridSearch:
         rk = self.ranking
         seeds = sorted((c for c in cands.values() if c.kind == Kind.EPISODE and c.score > 0),
                        key=lambda c: (-c.score, c.rowid))[:rk.expand_top]
+        if not seeds:
+            return  # seeds are episodes: a search of another kind has none (``episodes``: its view, of episodes)
         found: dict[int, tuple[Any, ...]] = {}
         # First the rows right next to every seed, in one query: a session written in one go (the common case)
         # has its neighbours there. Only a side that comes up short is then searched within the window.
         near = sorted({seed.rowid + d for seed in seeds for d in range(-rk.expand, rk.expand + 1) if d})
         if near:
-            for row in conn.execute(f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN"
-                                    f" ({','.join('?' * len(near))}) AND m.kind = 'episode' AND {where}",
-                                    (*near, *params)):
+            for row in db.candidates(episodes, near):
                 found[int(row[0])] = row
-        # NOT INDEXED: walk the rowid range (at most 2 × window rows), never the scope's index (the whole scope)
-        base = (f"SELECT {_CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid BETWEEN ? AND ?"
-                f" AND m.session_id = ? AND m.kind = 'episode' AND {where}")
         window = rk.expand_window
+        runs: list[list[tuple[Any, ...]]] = []
+        short: list[tuple[int, tuple[str, int, int, bool, int]]] = []  # the sides to search within the window
         for seed in seeds:
-            for step, order in ((-1, "DESC"), (1, "ASC")):
+            for step in (-1, 1):
                 run = []
                 for d in range(1, rk.expand + 1):  # consecutive same-session rows found next to the seed
                     row = found.get(seed.rowid + step * d)
@@ -302,14 +270,21 @@ class HybridSearch:
                 if len(run) < rk.expand:
                     lo, hi = ((seed.rowid - window, seed.rowid - 1) if step < 0
                               else (seed.rowid + 1, seed.rowid + window))
-                    run = conn.execute(f"{base} ORDER BY m.rowid {order} LIMIT ?",
-                                       (lo, hi, seed.session_id, *params, rk.expand)).fetchall()
-                for dist, row in enumerate(run, start=1):
+                    short.append((len(runs), (seed.session_id, lo, hi, step < 0, rk.expand)))
+                runs.append(run)
+        if short:  # one read for all of them (each: its own query, nearest first)
+            for (i, _w), got in zip(short, db.session_windows(episodes, [w for _i, w in short]), strict=True):
+                runs[i] = got
+        i = 0
+        for seed in seeds:  # the bonuses in seed, side order
+            for _side in (-1, 1):
+                for dist, row in enumerate(runs[i], start=1):
                     rid = int(row[0])
                     c = cands.get(rid)
                     if c is None:
                         c = cands[rid] = _cand(row)
                     c.bonus += seed.score * rk.expand_decay ** dist
+                i += 1
         for c in cands.values():
             c.score += c.bonus
 

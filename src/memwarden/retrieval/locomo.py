@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -117,23 +116,17 @@ Searcher = Callable[[int, str, int], list[set[str]]]  # (conversation index, que
 def plain_bm25(convs: Sequence[Conversation]) -> Searcher:
     """The baseline: FTS5 BM25 (porter unicode61) over the same texts, every query word OR-ed — the search
     memwarden shipped before this issue — one in-memory table, filtered to the conversation."""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE f USING fts5(content, conv UNINDEXED,"
-               " tokenize = 'porter unicode61 remove_diacritics 2')")
+    from memwarden.store.sqlite.fts_baseline import PlainBm25
+
+    index = PlainBm25()
     ids: dict[int, str] = {}
     for ci, c in enumerate(convs):
         for t in c.turns:
-            cur = db.execute("INSERT INTO f (content, conv) VALUES (?, ?)", (t.text, ci))
-            ids[int(cur.lastrowid or 0)] = t.dia_id
+            ids[index.add(t.text, ci)] = t.dia_id
     word = re.compile(r"\w+")
 
     def search(ci: int, text: str, k: int) -> list[set[str]]:
-        match = " OR ".join(list(dict.fromkeys(f'"{w}"' for w in word.findall(text)))[:32])
-        if not match:
-            return []
-        rows = db.execute("SELECT rowid FROM f WHERE f MATCH ? AND conv = ? ORDER BY bm25(f) LIMIT ?",
-                          (match, ci, k)).fetchall()
-        return [{ids[r[0]]} for r in rows]
+        return [{ids[key]} for key in index.search(word.findall(text), ci, k)]
 
     return search
 

@@ -11,11 +11,13 @@ truth: postings are built from its rows (the same tokens) and never written anyw
 Freshness, across threads and processes: every change of an FTS row appends its ``rowid`` to ``index_log``
 in the same transaction (retrieval/index.py). Each search reads, inside its read snapshot, what was logged
 since its postings last looked, and re-reads just those rows (rows of other scopes are skipped by the scope
-filter of that query); a scope that fell too far behind (or a rebuilt index) is rebuilt from its FTS rows.
+filter of that query); a scope that fell too far behind (or a rebuilt index) is rebuilt from its FTS rows. All of
+it is read through the store contract (``Reads.index_head``, ``index_changes``, ``index_rows``, ``vector_rows``).
 
 What they hold: exactly what the caller may see (S3, T2). A scope's postings are built from, and kept in step
-with, the rows that pass the SQL visibility filter — scope, ``status = 'active'``, ``sensitivity <= clearance``
-(the caller's clearance is a query parameter and part of the cache key), ``expires_at > now`` — so N, document
+with, the rows that pass the visibility filter of the engine's query (a ``View``) — scope, ``status = 'active'``,
+``sensitivity <= clearance`` (the caller's clearance is a query parameter and part of the cache key),
+``expires_at > now`` — so N, document
 frequencies and the average length are statistics of visible documents only: held and above-clearance records
 and expired ones never move a score, and the order of a search cannot tell whether a hidden memory holds a word
 (issue 12, item 9). A record that later becomes hidden is re-read under that filter (its ``index_log`` entry) and
@@ -35,27 +37,21 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 import numpy as np
 
 from memwarden.records import now_ms
-from memwarden.retrieval.index import REBUILT
-from memwarden.store.sqlite import scope_clause
+from memwarden.store.base import ACTIVE, INDEX_REBUILT, Reads, View
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from memwarden.scope import Scope
 
 MAX_ENTRIES = 8_000_000  # postings held over all scopes (~50 MB); least recently searched scopes go first
 CHUNK = 500  # rowids per IN (...) when re-reading changed rows
 NEVER = (1 << 63) - 1  # the expiry of a document that does not expire (tests build postings without one)
 _EMPTY = np.zeros(0, dtype=np.int64)
-# The rows that may rank a search: those the caller may see (scope is added in front, expiry at use). Clearance
-# is a query parameter (S3); status and sensitivity changes reach the postings through index_log.
-VISIBLE = " AND m.status = 'active' AND m.sensitivity <= ?"
 
 
-def visible_filter(scope: Scope, read_shared: bool, clearance: int, alias: str = "m") -> tuple[str, list[object]]:
-    """The SQL predicate (without expiry) of the rows statistics may come from: scope, active, within clearance."""
-    where, params = scope_clause(scope, read_shared, alias)
-    return where + VISIBLE, [*params, clearance]
+def visible_view(scope: Scope, read_shared: bool, clearance: int, now: int) -> View:
+    """The rows that may rank a search: those the caller may see — scope, active, within clearance, unexpired at
+    ``now`` (S3). Status and sensitivity changes reach the postings through the index change log."""
+    return View.of(scope, shared=read_shared, status=ACTIVE, clearance=clearance, live_at=now)
 
 
 def _expired(expires: np.ndarray, alive: np.ndarray, rowids: Sequence[int], now: int) -> tuple[list[int], int]:
@@ -261,20 +257,21 @@ E = TypeVar("E", bound=_Entry)
 class _LogSyncedCache(Generic[E]):
     """Per-scope entries kept in step with the database through ``index_log`` (see the module docstring): on
     each use, the rows changed since the entry's ``seq`` are dropped and read again under the scope filter; an
-    entry too far behind (or after a rebuilt index) is built anew. Subclasses say how to read and add rows."""
+    entry too far behind (or after a rebuilt index) is built anew. Subclasses say how to build and add rows."""
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
-        self._scopes: dict[tuple[str, ...], E] = {}  # insertion order = least recently used first
+        self._scopes: dict[tuple[object, ...], E] = {}  # insertion order = least recently used first
         self.lock = threading.Lock()  # held by a search while it syncs and scores
         self.builds = 0  # full builds (tests and the benchmark read it)
 
-    def _get(self, conn: sqlite3.Connection, key: tuple[str, ...], where: str, params: list[object],
-             build: Callable[[int], E]) -> E:
-        """The entry of ``key`` as of ``conn``'s read snapshot; ``build(head)`` makes a new one from scratch."""
-        head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM index_log").fetchone()[0])
+    def _get(self, db: Reads, key: tuple[object, ...], build: Callable[[int], E],
+             add: Callable[[E, list[int]], None]) -> E:
+        """The entry of ``key`` as of ``db``'s read snapshot; ``build(head)`` makes a new one from scratch,
+        ``add(entry, rowids)`` reads changed rows into it (each under the scope's visibility filter)."""
+        head = db.index_head()
         entry = self._scopes.pop(key, None)
-        if entry is not None and entry.seq != head and not self._catch_up(conn, entry, head, where, params):
+        if entry is not None and entry.seq != head and not self._catch_up(db, entry, head, add):
             entry = None
         if entry is None:
             self.builds += 1
@@ -288,26 +285,21 @@ class _LogSyncedCache(Generic[E]):
                 total -= self._scopes.pop(k).entries
         return entry
 
-    def _catch_up(self, conn: sqlite3.Connection, entry: E, head: int, where: str, params: list[object]) -> bool:
+    def _catch_up(self, db: Reads, entry: E, head: int, add: Callable[[E, list[int]], None]) -> bool:
         """Bring ``entry`` to ``head``; False when a rebuild is cheaper (or required)."""
         limit = max(2_048, len(entry.local) // 4)
-        rows = conn.execute("SELECT seq, row FROM index_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                            (entry.seq, limit + 1)).fetchall()
+        rows = db.index_changes(entry.seq, limit + 1)
         if not rows or rows[0][0] != entry.seq + 1 or len(rows) > limit or entry.dead > max(1_024, len(entry.local)):
             return False  # pruned past us, a different database state, too much to replay, or mostly dead
         changed = sorted({int(r[1]) for r in rows})
-        if changed[0] == REBUILT:
+        if changed[0] == INDEX_REBUILT:
             return False
         for rowid in changed:
             entry.drop(rowid)
         for i in range(0, len(changed), CHUNK):
-            self._add_rows(conn, entry, changed[i:i + CHUNK], where, params)
+            add(entry, changed[i:i + CHUNK])
         entry.seq = head
         return True
-
-    def _add_rows(self, conn: sqlite3.Connection, entry: E, rowids: list[int], where: str, params: list[object]
-                  ) -> None:
-        raise NotImplementedError
 
 
 class PostingsCache(_LogSyncedCache[ScopePostings]):
@@ -317,31 +309,25 @@ class PostingsCache(_LogSyncedCache[ScopePostings]):
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         super().__init__(max_entries)
 
-    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, clearance: int,
+    def get(self, db: Reads, scope: Scope, read_shared: bool, clearance: int,
             now: int | None = None) -> ScopePostings:
-        """The postings of what a caller of ``clearance`` may see in the scope, as of ``conn``'s read snapshot
+        """The postings of what a caller of ``clearance`` may see in the scope, as of ``db``'s read snapshot
         (call inside one, holding :attr:`lock`). Scope, status, clearance and expiry are parameters of every
-        query that reads rows for them (S3): ``scope_clause`` and :data:`VISIBLE`, as for any read."""
-        where, params = visible_filter(scope, read_shared, clearance)
+        query that reads rows for them (S3): the :func:`visible_view`, as for any read."""
         now = now_ms() if now is None else now
-        at_now, params_now = where + " AND m.expires_at > ?", [*params, now]
+        view = visible_view(scope, read_shared, clearance, now)
 
         def build(head: int) -> ScopePostings:
-            rows = conn.execute("SELECT f.rowid, f.content, m.expires_at FROM memories m JOIN memories_fts f"
-                                f" ON f.rowid = m.rowid WHERE {at_now}", params_now).fetchall()
-            return ScopePostings.build(head, [(int(r), str(c)) for r, c, _e in rows], [int(e) for _r, _c, e in rows])
+            rows = db.index_rows(view)
+            return ScopePostings.build(head, [(r, c) for r, c, _e in rows], [e for _r, _c, e in rows])
 
-        entry = self._get(conn, (where, *map(str, params)), at_now, params_now, build)
+        def add(entry: ScopePostings, rowids: list[int]) -> None:
+            for rowid, content, expires_at in db.index_rows(view, rowids):
+                entry.add(rowid, content, expires_at)
+
+        entry = self._get(db, (view.tenant, view.user, view.agents, clearance), build, add)
         entry.expire(now)
         return entry
-
-    def _add_rows(self, conn: sqlite3.Connection, entry: ScopePostings, rowids: list[int], where: str,
-                  params: list[object]) -> None:
-        for rowid, content, expires_at in conn.execute(
-                "SELECT f.rowid, f.content, m.expires_at FROM memories m NOT INDEXED JOIN memories_fts f"
-                f" ON f.rowid = m.rowid WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {where} ORDER BY m.rowid",
-                (*rowids, *params)):
-            entry.add(int(rowid), str(content), int(expires_at))
 
 
 class ScopeVectors:
@@ -436,31 +422,24 @@ class VectorCache(_LogSyncedCache[ScopeVectors]):
     def __init__(self, max_entries: int = MAX_VECTOR_BYTES) -> None:
         super().__init__(max_entries)
 
-    def get(self, conn: sqlite3.Connection, scope: Scope, read_shared: bool, clearance: int, fingerprint: str,
+    def get(self, db: Reads, scope: Scope, read_shared: bool, clearance: int, fingerprint: str,
             dim: int, now: int | None = None) -> ScopeVectors:
         """As :meth:`PostingsCache.get`, for the vectors of ``fingerprint`` of what the caller may see (the scope
         filter is on the vector rows' own scope columns and on their record's; status, clearance and expiry on
         the record's), so the median the cosines are normalised by counts no hidden row."""
-        where, params = scope_clause(scope, read_shared, alias="v")
-        visible, vparams = visible_filter(scope, read_shared, clearance)
-        where, params = f"v.embedder = ? AND {where} AND {visible}", [fingerprint, *params, *vparams]
         now = now_ms() if now is None else now
-        at_now, params_now = where + " AND m.expires_at > ?", [*params, now]
+        view = visible_view(scope, read_shared, clearance, now)
 
         def build(head: int) -> ScopeVectors:
             sv = ScopeVectors(head, dim)
-            rows = conn.execute(f"SELECT v.rowid, v.vec, m.expires_at FROM memory_vectors v JOIN memories m"
-                                f" ON m.rowid = v.rowid WHERE {at_now}", params_now).fetchall()
-            sv.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])
+            rows = db.vector_rows(view, fingerprint)
+            sv.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])  # type: ignore[misc]
             return sv
 
-        entry = self._get(conn, (str(dim), where, *map(str, params)), at_now, params_now, build)
+        def add(entry: ScopeVectors, rowids: list[int]) -> None:
+            rows = db.vector_rows(view, fingerprint, rowids)
+            entry.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])  # type: ignore[misc]
+
+        entry = self._get(db, (dim, fingerprint, view.tenant, view.user, view.agents, clearance), build, add)
         entry.expire(now)
         return entry
-
-    def _add_rows(self, conn: sqlite3.Connection, entry: ScopeVectors, rowids: list[int], where: str,
-                  params: list[object]) -> None:
-        rows = conn.execute(f"SELECT v.rowid, v.vec, m.expires_at FROM memory_vectors v JOIN memories m NOT INDEXED"
-                            f" ON m.rowid = v.rowid WHERE v.rowid IN ({','.join('?' * len(rowids))}) AND {where}",
-                            (*rowids, *params)).fetchall()
-        entry.add_many([(r, v) for r, v, _e in rows], [e for _r, _v, e in rows])

@@ -3,9 +3,14 @@ deletion (D3) and ``doctor`` can prove nothing is left behind."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memwarden.store.sqlite.backend import Tx
+
 SCHEMA_VERSION = 5  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log.
-# 5: tokens.host_reports_ingest and tokens.expires_at (issue 13; added to older tables by store.tokens.add_columns),
-# host_reports
+# 5: tokens.host_reports_ingest and tokens.expires_at (issue 13; added to older tables by add_columns
+# below), host_reports
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -224,14 +229,14 @@ ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def add_columns(conn: object) -> list[str]:
-    """Add :data:`ADDED_COLUMNS` missing from an existing table (``conn``: a connection or transaction with
-    ``execute``); returns ``table.column`` for each added."""
+def add_columns(tx: Tx) -> list[str]:
+    """Add :data:`ADDED_COLUMNS` missing from an existing table (the open's schema transaction); returns
+    ``table.column`` for each added."""
     added = []
     for table, columns in ADDED_COLUMNS.items():
-        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}  # type: ignore[attr-defined]
+        have = {row[1] for row in tx.execute(f"PRAGMA table_info({table})").fetchall()}
         for name, definition in columns:
             if name not in have:
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")  # type: ignore[attr-defined]
+                tx.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
                 added.append(f"{table}.{name}")
     return added

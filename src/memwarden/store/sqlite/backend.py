@@ -3,43 +3,38 @@ connection and a read connection per :class:`SqliteBackend`, ``BEGIN IMMEDIATE``
 writers (threads or processes) serialise instead of losing updates (I2), and group commit so that writers queued
 in one process share an fsync.
 
-Scope (S1–S3) is always part of the SQL ``WHERE`` built by :func:`scope_clause`; no read filters in Python.
+It implements the store contract (``store/base.py``): :class:`Snapshot` (a read) and :class:`Tx` (a write
+transaction) carry the contract's operations, each bound from the module that holds its SQL (records.py,
+search.py, audit.py, sessions.py, tokens.py, settings.py, host_reports.py, checks.py). Scope (S1–S3) is always
+part of the SQL ``WHERE`` a ``View`` compiles to (views.py); no read filters in Python.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlparse
 
 from platformdirs import user_data_dir
 
 from memwarden.errors import UnsupportedURL
-from memwarden.records import Provenance, Record
 from memwarden.retrieval.index import Indexer
-from memwarden.scope import Scope
-from memwarden.store.files import create_private
-from memwarden.store.schema import DDL, SCHEMA_VERSION, add_columns
-from memwarden.timevalues import in_range
-
-COLUMNS = (
-    "id", "version", "tenant", "user_id", "agent", "kind", "content", "content_hash", "size_bytes", "metadata",
-    "confidence", "sensitivity", "created_at", "updated_at", "expires_at", "due_at", "status", "derived_from",
-    "session_id", "source_type", "sources", "trust", "approval", "signature",
-)
-SELECT_COLS = ", ".join(f"m.{c}" for c in COLUMNS)
-_INSERT_SQL = f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-_UPDATE_SQL = "UPDATE memories SET " + ", ".join(f"{c} = ?" for c in COLUMNS[1:]) + " WHERE id = ?"
-_HISTORY_SQL = (
-    f"INSERT INTO memory_history (superseded_at, {', '.join(COLUMNS)}) "
-    f"SELECT ?, {', '.join(COLUMNS)} FROM memories WHERE id = ?"
-)
+from memwarden.store import base
+from memwarden.store.sqlite import audit as _audit
+from memwarden.store.sqlite import checks as _checks
+from memwarden.store.sqlite import host_reports as _host_reports
+from memwarden.store.sqlite import records as _records
+from memwarden.store.sqlite import search as _search
+from memwarden.store.sqlite import sessions as _sessions
+from memwarden.store.sqlite import settings as _settings
+from memwarden.store.sqlite import tokens as _tokens
+from memwarden.store.sqlite.files import create_private, loose_modes
+from memwarden.store.sqlite.schema import DDL, SCHEMA_VERSION, add_columns
 
 
 def default_db_path() -> Path:
@@ -68,75 +63,6 @@ def resolve_url(url: str | os.PathLike[str] | None) -> Path:
     return Path(text).expanduser()
 
 
-def scope_clause(scope: Scope, read_shared: bool, alias: str = "m") -> tuple[str, list[object]]:
-    """SQL predicate restricting rows to the caller's scope (S1, S3)."""
-    if read_shared and not scope.is_shared:
-        return (f"{alias}.tenant = ? AND {alias}.user_id = ? AND {alias}.agent IN (?, '')",
-                [scope.tenant, scope.user, scope.agent_key])
-    return f"{alias}.tenant = ? AND {alias}.user_id = ? AND {alias}.agent = ?", [scope.tenant, scope.user,
-                                                                                scope.agent_key]
-
-
-def decode_row(row: Sequence[object]) -> Record | None:
-    """``row_to_record`` for rows that may have been edited around the API: malformed → ``None`` (refused)."""
-    return decode_row_why(row)[0]
-
-
-_TIME_FIELDS = ("created_at", "updated_at", "expires_at", "due_at")
-
-
-def decode_row_why(row: Sequence[object]) -> tuple[Record | None, str]:
-    """``decode_row`` and, for a malformed row, what is wrong with it (``""`` when it decoded). A time outside
-    the range memwarden writes (``timevalues.MIN_MS`` .. ``MAX_MS``) makes the row malformed: it is refused and
-    reported, so one bad value never breaks a session, a listing or an export."""
-    try:
-        rec = row_to_record(row)
-    except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # JSONDecodeError is a ValueError
-        return None, f"a column does not decode ({type(exc).__name__})"
-    if not (isinstance(rec.metadata, dict) and all(isinstance(x, str) for x in rec.derived_from)
-            and all(isinstance(x, str) for x in rec.provenance.sources) and 0 <= rec.sensitivity <= 3):
-        return None, "metadata, derived_from, sources or sensitivity has the wrong shape"
-    for name in _TIME_FIELDS:
-        value = getattr(rec, name)
-        if not (value is None and name == "due_at") and not in_range(value):
-            return None, f"{name} {str(value)[:40]} is outside 1970-01-01 .. 9999-12-30"
-    return rec, ""
-
-
-def row_to_record(row: Sequence[object]) -> Record:
-    (id_, version, tenant, user, agent, kind, content, chash, _size, metadata, confidence, sensitivity, created,
-     updated, expires, due, status, derived, session_id, source_type, sources, trust, approval, sig) = row
-    return Record(
-        id=str(id_), version=int(version), kind=str(kind), content=str(content), content_hash=str(chash),
-        metadata=json.loads(str(metadata)), confidence=float(confidence), sensitivity=int(sensitivity),
-        created_at=int(created), updated_at=int(updated), expires_at=int(expires),
-        due_at=None if due is None else int(due), status=str(status),
-        derived_from=tuple(json.loads(str(derived))),
-        provenance=Provenance(
-            tenant=str(tenant), user=str(user), agent=str(agent), session_id=str(session_id),
-            source_type=str(source_type), sources=tuple(json.loads(str(sources))), trust=str(trust),
-            approval=str(approval),
-        ),
-        signature=str(sig),
-    )
-
-
-def _json(value: object) -> str:
-    if not value:  # the common case: no metadata, no sources, nothing derived
-        return "{}" if isinstance(value, dict) else "[]"
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def record_to_row(r: Record) -> tuple[object, ...]:
-    p = r.provenance
-    return (
-        r.id, r.version, p.tenant, p.user, p.agent, r.kind, r.content, r.content_hash, r.size_bytes,
-        _json(r.metadata), r.confidence, r.sensitivity, r.created_at, r.updated_at, r.expires_at, r.due_at,
-        r.status, _json(list(r.derived_from)), p.session_id, p.source_type, _json(list(p.sources)), p.trust,
-        p.approval, r.signature,
-    )
-
-
 # durability → PRAGMA synchronous (WAL mode). Both survive a killed process (kill -9) with every acknowledged
 # write; "full" also survives power loss and OS crashes, at the cost of an fsync per commit.
 DURABILITY = {"full": "FULL", "normal": "NORMAL"}
@@ -153,7 +79,7 @@ MAX_GROUP = 64  # writes that may share one commit (bounds how long a queued wri
 T = TypeVar("T")
 
 
-class NotCommitted(sqlite3.OperationalError):
+class NotCommitted(base.NotCommitted, sqlite3.OperationalError):
     """A write's work ran, but the commit that held it failed: nothing of it is stored."""
 
 
@@ -187,6 +113,8 @@ class SqliteBackend:
 
     def __init__(self, path: Path, durability: str = "full") -> None:
         self.path = path
+        self.location = str(path)
+        self.anchor_id = os.fsencode(path.resolve())  # the anchor file beside the key is bound to the real path
         self.durability = resolve_durability(durability)
         self.created = not path.exists() or path.stat().st_size == 0  # a new database (anchor.py)
         create_private(path)  # data directory 0700, database (and so its WAL and SHM) 0600 (I6)
@@ -194,8 +122,7 @@ class SqliteBackend:
         # of the group returns, with the audit head the transaction's first append linked to and the head it
         # committed (None, None: it appended nothing) — the service checks and advances its anchor there
         # (anchor.py). It must not raise.
-        self.after_commit: Callable[[sqlite3.Connection, tuple[int, str] | None, tuple[int, str] | None],
-                                    None] | None = None
+        self.after_commit: base.AfterCommit | None = None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._mutex = threading.Lock()  # guards _pending and _busy
         self._pending: list[_Request] = []
@@ -234,7 +161,7 @@ class SqliteBackend:
     def close(self) -> None:
         with self.read_lock:
             self.reader.close()
-        self.run_exclusive(lambda conn: conn.close())
+        self._exclusive(lambda conn: conn.close())
 
     # --- writes ----------------------------------------------------------------------------------------------
 
@@ -243,9 +170,12 @@ class SqliteBackend:
         class docstring); returns its result once committed, or raises what it raised (nothing of it stored)."""
         return self._submit(_Request(work, raw=False))  # type: ignore[no-any-return]
 
-    def run_exclusive(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work(conn)`` alone on the write connection, outside any transaction, in queue order (WAL
-        checkpoints, index maintenance, closing)."""
+    def run_exclusive(self, work: Callable[[base.Reads], T]) -> T:
+        """Run ``work`` alone on the write connection, outside any transaction, in queue order."""
+        return self._exclusive(lambda conn: work(Snapshot(conn)))
+
+    def _exclusive(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``run_exclusive`` on the bare connection (WAL checkpoints, index maintenance, closing)."""
         return self._submit(_Request(work, raw=True))  # type: ignore[no-any-return]
 
     def _submit(self, req: _Request) -> Any:
@@ -313,7 +243,7 @@ class SqliteBackend:
                 mark = fts.mark()
                 if savepoint:
                     self.conn.execute("SAVEPOINT w")
-                tx = Tx(self.conn, fts, marks)
+                tx = Tx(self.conn, fts, marks, self.indexer)
                 try:
                     r.result = r.work(tx)
                     if tx.audit_top is not None:
@@ -338,7 +268,7 @@ class SqliteBackend:
                 self.commits += 1
                 self.committed_writes += sum(r.error is None for r in batch)
                 if self.after_commit is not None:
-                    self.after_commit(self.conn, marks.base, marks.top)
+                    self.after_commit(Snapshot(self.conn), marks.base, marks.top)
         except BaseException as exc:  # BEGIN, the FTS rows or COMMIT failed (busy, I/O error, full disk); an interrupt
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -371,7 +301,7 @@ class SqliteBackend:
         nxt.wake.release()
 
     @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[Snapshot]:
         """A consistent read snapshot of committed data (``BEGIN DEFERRED``). When no write is running, on the
         write connection (its page cache stays warm across this process's own writes; SQLite drops a connection's
         whole cache when another connection has written); otherwise on the read connection, so a read never
@@ -379,7 +309,7 @@ class SqliteBackend:
         with self._borrow() as conn:
             conn.execute("BEGIN")
             try:
-                yield conn
+                yield Snapshot(conn)
             finally:
                 conn.execute("COMMIT")
 
@@ -413,104 +343,30 @@ class SqliteBackend:
                 conn.execute(FTS_OPTIMIZE_SQL)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-        self.run_exclusive(work)
+        self._exclusive(work)
+
+    def sync(self) -> None:
+        """durability=normal: fsync the WAL, so the commits seen so far are durable (before anchoring them)."""
+        try:
+            fd = os.open(self.path.with_name(self.path.name + "-wal"), os.O_RDONLY)
+        except FileNotFoundError:
+            return  # checkpointed into the database file (SQLite syncs it when it checkpoints)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def check(self, *, vectors: bool) -> list[tuple[str, str, str]]:
+        with self.read() as db:
+            return _checks.check(db, self.location, vectors=vectors)
+
+    def file_problems(self) -> list[tuple[str, str]]:
+        return loose_modes(self.path)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         """One read statement of committed data (see :meth:`read` for which connection)."""
         with self._borrow() as conn:
             return conn.execute(sql, params).fetchall()
-
-    # --- record primitives (called inside ``write()``) -------------------------------------------------------
-
-    def insert(self, tx: Tx, r: Record) -> None:
-        cur = tx.execute(_INSERT_SQL, record_to_row(r))
-        self.indexer.add(tx, int(cur.lastrowid or 0), r)  # FTS terms + vector, same transaction
-        if r.derived_from:
-            tx.executemany("INSERT OR IGNORE INTO memory_links VALUES (?, ?)",
-                           [(r.id, s) for s in r.derived_from])
-
-    def replace(self, tx: Tx, r: Record, superseded_at: int) -> None:
-        """Keep the current version in history, then overwrite it with ``r`` (same id, next version)."""
-        tx.execute(_HISTORY_SQL, (superseded_at, r.id))
-        row = record_to_row(r)
-        tx.execute(_UPDATE_SQL, (*row[1:], r.id))
-        rowid = tx.execute("SELECT rowid FROM memories WHERE id = ?", (r.id,)).fetchone()[0]
-        self.indexer.update(tx, rowid, r)
-
-    def delete(self, tx: Tx, memory_id: str) -> None:
-        """Remove one record from every table that holds it (D3). Derived records are the caller's job."""
-        found = tx.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        if found:
-            self.indexer.remove(tx, found[0])  # FTS row and vector
-        tx.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-        tx.execute("DELETE FROM memory_history WHERE id = ?", (memory_id,))
-        tx.execute("DELETE FROM memory_links WHERE derived_id = ?", (memory_id,))
-
-    @staticmethod
-    def untrusted_with_keys(tx: Tx, dup_keys: Sequence[int], where: str, params: Sequence[object],
-                            exclude: str | None, limit: int = 16) -> list[tuple[object, ...]]:
-        """Untrusted or held records (``where``: the caller's scope filter) whose near-duplicate key is one of
-        ``dup_keys`` (T7: a save repeating one inherits its trust). One index probe on ``memory_dupkeys`` drives:
-        nothing else is read when no record has the key."""
-        marks = ",".join("?" * len(dup_keys))
-        return tx.execute(
-            f"SELECT {SELECT_COLS} FROM memory_dupkeys d CROSS JOIN memories m NOT INDEXED ON m.rowid = d.rowid"
-            f" WHERE d.dup IN ({marks}) AND {where} AND (m.trust = 'untrusted' OR m.status = 'review')"
-            " AND m.id != ? LIMIT ?", (*dup_keys, *params, exclude or "", limit)).fetchall()
-
-    @staticmethod
-    def derived_rows(tx: Tx, memory_id: str, tenant: str, user: str) -> list[tuple[object, ...]]:
-        """Rows of the records of the same tenant and user (S4) whose ``derived_from`` column names
-        ``memory_id``. Only that column, which the record's signature covers, decides (I4): ``memory_links``
-        is an unsigned index and is never asked. The caller verifies each row before deleting it."""
-        return tx.execute(
-            f"SELECT {SELECT_COLS} FROM memories m INDEXED BY memories_derived WHERE m.derived_from != '[]'"
-            " AND m.tenant = ? AND m.user_id = ? AND EXISTS (SELECT 1 FROM"
-            " json_each(CASE WHEN json_valid(m.derived_from) THEN m.derived_from ELSE '[]' END) j"
-            " WHERE j.value = ?) ORDER BY m.id", (tenant, user, memory_id)).fetchall()
-
-    # --- lookups of the write path (restore, capacity) --------------------------------------------------------
-
-    @staticmethod
-    def stored_version(tx: Tx, memory_id: str) -> tuple[int, str, str, Scope] | None:
-        """(version, content hash, status, scope) of a stored record, any scope (restore: is the id taken?)."""
-        row = tx.execute("SELECT version, content_hash, status, tenant, user_id, agent FROM memories WHERE id = ?",
-                         (memory_id,)).fetchone()
-        if row is None:
-            return None
-        return int(row[0]), str(row[1]), str(row[2]), Scope(str(row[3]), str(row[4]), str(row[5]) or None)
-
-    @staticmethod
-    def trust_in_scope(tx: Tx, scope: Scope, ids: Sequence[str]) -> dict[str, str]:
-        """The trust of each of ``ids`` stored in exactly ``scope`` (any status); ids elsewhere are absent."""
-        where, params = scope_clause(scope, read_shared=False)
-        rows = tx.execute(f"SELECT m.id, m.trust FROM memories m WHERE {where}"
-                          f" AND m.id IN ({','.join('?' * len(ids))})", (*params, *ids)).fetchall()
-        return {str(i): str(t) for i, t in rows}
-
-    @staticmethod
-    def usage(tx: Tx, scope: Scope, kind: str) -> tuple[int, int]:
-        """D1: (entries, bytes) of a scope and kind over every status (``scope_usage``, kept by triggers)."""
-        row = tx.execute("SELECT entries, bytes FROM scope_usage WHERE tenant=? AND user_id=? AND agent=? AND kind=?",
-                         (scope.tenant, scope.user, scope.agent_key, kind)).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    @staticmethod
-    def held_usage(tx: Tx, scope: Scope, kind: str) -> tuple[int, int]:
-        """D1: (entries, bytes) of the held records of a scope and kind (an index range of its held rows)."""
-        row = tx.execute("SELECT count(*), coalesce(sum(length(CAST(m.content AS BLOB))), 0) FROM memories m"
-                         " WHERE m.tenant=? AND m.user_id=? AND m.agent=? AND m.kind=? AND m.status = 'review'",
-                         (scope.tenant, scope.user, scope.agent_key, kind)).fetchone()
-        return int(row[0]), int(row[1])
-
-    @staticmethod
-    def visible_of_kind(tx: Tx, scope: Scope, kind: str, clearance: int, now: int) -> list[tuple[object, ...]]:
-        """D1/S3: the rows of exactly ``scope`` and ``kind`` a caller of ``clearance`` may see — active,
-        unexpired, ``sensitivity <= clearance`` in the WHERE — oldest first (what a capacity error lists)."""
-        where, params = scope_clause(scope, read_shared=False)
-        return tx.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE {where} AND m.kind = ?"
-                          " AND m.status = 'active' AND m.expires_at > ? AND m.sensitivity <= ?"
-                          " ORDER BY m.updated_at, m.id", (*params, kind, now, clearance)).fetchall()
 
 
 # FTS5 'optimize': merge every segment of the index into one. Without FTS5 secure-delete (SQLite 3.42+; not in the
@@ -586,21 +442,122 @@ class AuditMarks:
         self.top: tuple[int, str] | None = None
 
 
-class Tx:
-    """A thin handle on the connection inside one transaction (so callers cannot commit half-way)."""
+class Handle(Protocol):
+    """What the SQL modules run statements on: a :class:`Snapshot` or a :class:`Tx`."""
 
-    __slots__ = ("_c", "audit_top", "fts", "marks", "refused")
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor: ...
 
-    def __init__(self, conn: sqlite3.Connection, fts: FtsQueue | None = None, marks: AuditMarks | None = None
-                 ) -> None:
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> sqlite3.Cursor: ...
+
+    def flush_fts(self) -> None: ...
+
+
+class _Reads:
+    """The contract's reads (``base.Reads``), each bound from the module that holds its SQL: the module functions
+    take the handle as their first argument, so they are this class's methods as they are."""
+
+    __slots__ = ()
+    # records (records.py)
+    records = _records.records
+    count = _records.count
+    agents = _records.agents
+    users = _records.users
+    history = _records.history
+    usage = _records.usage
+    repeats = _records.repeats
+    near_duplicates = _records.near_duplicates
+    derived = _records.derived
+    lowest_extracted = _records.lowest_extracted
+    folded = _records.folded
+    row_key = _records.row_key
+    footprint = _checks.footprint
+    # search (search.py)
+    index_head = _search.index_head
+    index_changes = _search.index_changes
+    index_rows = _search.index_rows
+    vector_rows = _search.vector_rows
+    has_vectors = _search.has_vectors
+    candidates = _search.candidates
+    session_windows = _search.session_windows
+    ranked = _search.ranked
+    scope_totals = _search.scope_totals
+    term_documents = _search.term_documents
+    text_candidates = _search.text_candidates
+    # audit (audit.py)
+    audit_head = _audit.audit_head
+    audit_hash = _audit.audit_hash
+    audit_rows = _audit.audit_rows
+    audit_latest = _audit.audit_latest
+    audit_log = _audit.audit_log
+    audit_reads = _audit.audit_reads
+    audit_event_names = _audit.audit_event_names
+    audit_count = _audit.audit_count
+    audit_config_events = _audit.audit_config_events
+    # sessions, tokens, settings (sessions.py, tokens.py, settings.py)
+    session_ended = _sessions.session_ended
+    token_by_hash = _tokens.by_hash
+    token_by_id = _tokens.by_id
+    tokens = _tokens.all_rows
+    live_token_named = _tokens.live_name_exists
+    token_revocations = _tokens.revocations
+    setting = _settings.read
+    settings = _settings.read_all
+    meta = _settings.meta_rows
+    # host ingest reports (host_reports.py)
+    host_report_before = _host_reports.last_before
+    host_reports = _host_reports.after
+
+
+class Snapshot(_Reads):
+    """A read of committed data on one connection (``SqliteBackend.read``, or the write connection outside any
+    transaction for ``run_exclusive`` and ``after_commit``)."""
+
+    __slots__ = ("_c", "execute", "executemany")
+    writing = False
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._c = conn
+        self.execute = conn.execute  # the connection's own methods: no Python frame per statement
+        self.executemany = conn.executemany
+
+    def flush_fts(self) -> None:
+        """Nothing is queued outside a write transaction."""
+
+
+class Tx(_Reads):
+    """A thin handle on the connection inside one transaction (so callers cannot commit half-way): the
+    contract's reads, which see the transaction's own rows, and its writes (``base.Writes``)."""
+
+    __slots__ = ("_c", "audit_top", "fts", "indexer", "marks", "refused")
+    writing = True
+    # records and their indexes (records.py)
+    insert = _records.insert
+    replace = _records.replace
+    delete = _records.delete
+    rebuild_indexes = _records.rebuild_indexes
+    # audit, sessions, tokens, settings
+    append_audit = _audit.append_audit
+    begin_session = _sessions.begin_session
+    end_session = _sessions.end_session
+    insert_token = _tokens.insert
+    sign_token = _tokens.set_signature
+    next_host_report_seq = _host_reports.next_seq
+    insert_host_report = _host_reports.insert
+    put_setting = _settings.write
+    put_meta = _settings.put_meta
+    delete_meta = _settings.delete_meta
+
+    def __init__(self, conn: sqlite3.Connection, fts: FtsQueue | None = None, marks: AuditMarks | None = None,
+                 indexer: Indexer | None = None) -> None:
         self._c = conn
         self.fts = fts if fts is not None else FtsQueue()  # FTS rows queued until the COMMIT (see FtsQueue)
         self.refused: list[tuple[Any, str, str]] = []  # (context, id, why) of rows a read inside it refused
         self.marks = marks if marks is not None else AuditMarks()
         self.audit_top: tuple[int, str] | None = None  # the newest audit row this request appended
+        self.indexer = indexer if indexer is not None else Indexer()
 
     def note_audit(self, prev: tuple[int, str], row: tuple[int, str]) -> None:
-        """``audit.append`` appended ``row`` after the head ``prev``."""
+        """``append_audit`` appended ``row`` after the head ``prev``."""
         if self.marks.base is None:
             self.marks.base = prev
         self.audit_top = row

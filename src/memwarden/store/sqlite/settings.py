@@ -1,16 +1,15 @@
-"""SQL for the ``settings`` table (signed rows, I4), the unsigned ``meta`` rows earlier versions kept settings in,
-and the audit events a store looks up by name. It reads and writes rows; signing and deciding what to trust is
+"""SQL for the ``settings`` table (signed rows, I4) and the unsigned ``meta`` rows (the key fingerprint, and the
+settings earlier versions kept there). It reads and writes rows; signing and deciding what to trust is
 :mod:`memwarden.settings`'s job."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from memwarden.store.schema import CONFIG_EVENTS
-from memwarden.store.sqlite import Tx
-
-Conn = sqlite3.Connection | Tx
+if TYPE_CHECKING:
+    from memwarden.store.sqlite.backend import Handle as Conn
+    from memwarden.store.sqlite.backend import Tx
 
 
 def read(conn: Conn, name: str) -> tuple[str, str] | None:
@@ -38,17 +37,10 @@ def meta_rows(conn: Conn, keys: Sequence[str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
+def put_meta(tx: Tx, key: str, value: str) -> None:
+    tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
 def delete_meta(tx: Tx, keys: Sequence[str]) -> None:
     tx.executemany("DELETE FROM meta WHERE key = ?", [(k,) for k in keys])
 
-
-def audit_is_empty(conn: Conn) -> bool:
-    return conn.execute("SELECT 1 FROM audit LIMIT 1").fetchone() is None
-
-
-def config_events(conn: Conn, event: str) -> list[tuple[object, ...]]:
-    """Audit rows of one of ``CONFIG_EVENTS`` (through their partial index), oldest first, as the chain stores
-    them: ``(seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details, prev_hash, hash)``."""
-    return conn.execute(
-        "SELECT seq, ts, event, tenant, user_id, agent, session_id, memory_id, actor, details, prev_hash, hash"
-        f" FROM audit WHERE {CONFIG_EVENTS} AND event = ? ORDER BY seq", (event,)).fetchall()

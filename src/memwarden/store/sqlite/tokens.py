@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from memwarden.store.schema import CONFIG_EVENTS
-from memwarden.store.sqlite import Tx
+from memwarden.store.base import TOKEN_FIELDS
+from memwarden.store.sqlite.schema import CONFIG_EVENTS
 
-Conn = sqlite3.Connection | Tx
+if TYPE_CHECKING:
+    from memwarden.store.sqlite.backend import Handle as Conn
+    from memwarden.store.sqlite.backend import Tx
 
-# Every field of a row, in the order its signature covers them (auth._row_mac), then the signature. The first
-# nine are what rows of issue 12 signed (``memwarden.token-row.v2``); the profile and the expiry came with issue 13.
-FIELDS = ("id", "role", "tenant", "user_id", "agent", "name", "token_hash", "created_at", "revoked_at",
-          "host_reports_ingest", "expires_at")
-REVOKED_AT = FIELDS.index("revoked_at")
+# Every field of a row, in the order its signature covers them (auth._row_mac), then the signature.
+FIELDS = TOKEN_FIELDS
 _SELECT = f"SELECT {', '.join(FIELDS)}, signature FROM tokens"
 
 Row = tuple[object, ...]  # FIELDS values, then the signature
@@ -37,8 +36,8 @@ def all_rows(conn: Conn, tenant: str | None = None) -> list[Row]:
                                            (tenant,)).fetchall()]
 
 
-def live_name_exists(tx: Tx, name: str, tenant: str) -> bool:
-    return tx.execute("SELECT 1 FROM tokens WHERE name = ? AND tenant = ? AND revoked_at IS NULL",
+def live_name_exists(conn: Conn, name: str, tenant: str) -> bool:
+    return conn.execute("SELECT 1 FROM tokens WHERE name = ? AND tenant = ? AND revoked_at IS NULL",
                       (name, tenant)).fetchone() is not None
 
 
@@ -47,12 +46,9 @@ def insert(tx: Tx, fields: Sequence[object], signature: str) -> None:
                (*fields, signature))
 
 
-def set_revoked(tx: Tx, token_id: str, revoked_at: int, signature: str) -> None:
-    tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
-
-
 def set_signature(tx: Tx, token_id: str, revoked_at: object, signature: str) -> None:
-    """Re-sign a row (the store's upgrade), with the revocation the audit log records."""
+    """Set a row's revocation and its new signature (a revocation; the store's upgrade re-signing a row, with the
+    revocation the audit log records). The other fields are never rewritten."""
     tx.execute("UPDATE tokens SET revoked_at = ?, signature = ? WHERE id = ?", (revoked_at, signature, token_id))
 
 
