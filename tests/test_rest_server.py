@@ -95,3 +95,18 @@ def test_serve_without_server_extra_says_how_to_install(monkeypatch: pytest.Monk
     assert result.exit_code == 1
     out = result.output.strip()
     assert out.count("\n") == 0 and "pip install 'memwarden[server]'" in out
+
+
+def test_serve_access_log_off_by_default_and_on_with_the_flag(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn's line per request is opt-in (``--access-log``); serve passes it through, nothing else changes."""
+    import uvicorn
+
+    from memwarden import cli
+
+    seen: list[dict[str, object]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda _app, **kw: seen.append(kw))
+    for flags in ([], ["--access-log"], ["--no-access-log"]):
+        result = CliRunner().invoke(cli.app, ["serve", "--db", str(db_path), "--port", "8751", *flags])
+        assert result.exit_code == 0, result.output
+    assert [kw["access_log"] for kw in seen] == [False, True, False]
+    assert {kw["port"] for kw in seen} == {8751} and all(kw["timeout_graceful_shutdown"] == 30 for kw in seen)

@@ -1439,6 +1439,11 @@ def serve(
                                  help="Base URL clients reach the server at, e.g. behind a TLS proxy "
                                       "(default: http://<host>:<port>); the MCP resource is <url>/mcp.")
     ] = None,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log",
+                           help="uvicorn's line per request (client address, method, path with query, status; "
+                                "never a body or a token).")
+    ] = False,
 ) -> None:
     """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) and MCP over streamable HTTP at
     /mcp until Ctrl-C.
@@ -1452,7 +1457,8 @@ def serve(
     state = _state(ctx)
     if db is not None:
         state.url = db
-    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate, public_url=public_url))
+    rest.serve(state.service(), host, port, config=rest.ServerConfig(write_rate=write_rate, public_url=public_url),
+               access_log=access_log)
 
 
 # --- scan ---------------------------------------------------------------------------------------------------
