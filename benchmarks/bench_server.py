@@ -128,6 +128,13 @@ class Cell:
     errors: dict[str, int] = field(default_factory=dict)
     load: float = 0.0
     first_ns: list[int] = field(default_factory=list)  # untimed first call per client, where a side has one
+    client_cpu_s: float = float("nan")  # CPU of this process (the callers; the library's work) while timed
+    server_cpu_s: float = float("nan")  # CPU of the `memwarden serve` process while timed (REST, MCP HTTP)
+
+    def cpu_ms(self, which: str) -> str:
+        """CPU per completed call, in ms ("—" where not measured)."""
+        v = self.client_cpu_s if which == "client" else self.server_cpu_s
+        return "—" if v != v or not self.ns else f"{v / len(self.ns) * 1e3:.2f}"  # v != v: NaN
 
     def pct(self, q: float) -> float:
         """Nearest-rank percentile, in ms."""
@@ -151,6 +158,30 @@ class Acks:
     def add(self, user: str, memory_id: str) -> None:
         with self.lock:
             self.by_user.setdefault(user, []).append(memory_id)
+
+
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far (Linux ``/proc``); NaN without one."""
+    if pid is None:
+        return float("nan")
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuClock:
+    """CPU of this process and of the server over the timed part of a cell."""
+
+    def __init__(self, server_pid: int | None) -> None:
+        self.pid = server_pid
+        self._at = (time.process_time(), process_cpu(server_pid))
+
+    def stop(self, cell: Cell) -> None:
+        cell.client_cpu_s = time.process_time() - self._at[0]
+        cell.server_cpu_s = process_cpu(self.pid) - self._at[1]
 
 
 class Side(Protocol):
@@ -216,10 +247,12 @@ class LibrarySide:
             t.start()
         deadline[0] = time.monotonic() + seconds  # set before the barrier releases the clients
         t0 = time.monotonic()
+        clock = CpuClock(None)
         ready.wait()
         for t in threads:
             t.join()
         cell.wall_s = time.monotonic() - t0
+        clock.stop(cell)
         cell.load = os.getloadavg()[0]
         return cell
 
@@ -306,9 +339,11 @@ class RestSide:
     a session whose host does not report ingest become held for review, create the tokens with that profile
     (:func:`agent_token`) or accept ``review`` here."""
 
-    def __init__(self, base: str, save_tokens: Sequence[tuple[str, str]], search_tokens: Sequence[tuple[str, str]],
-                 *, client: str = "raw", accept: tuple[str, ...] = ("accepted",), grace: float = 120.0) -> None:
-        self.base, self.client, self.accept, self.grace = base, client, accept, grace
+    def __init__(self, served: Served, save_tokens: Sequence[tuple[str, str]],
+                 search_tokens: Sequence[tuple[str, str]], *, client: str = "raw",
+                 accept: tuple[str, ...] = ("accepted",), grace: float = 120.0) -> None:
+        self.base, self.server_pid = served.base, served.pid
+        self.client, self.accept, self.grace = client, accept, grace
         self.name = "REST (raw HTTP/1.1)" if client == "raw" else "REST (httpx)"
         self.prefix = "save-" if client == "raw" else "hx-save-"
         self.tokens = {"save": save_tokens, "search": search_tokens}  # (token, user) per client
@@ -366,9 +401,11 @@ class RestSide:
                     cell.ns.append(took)
 
             t0 = time.monotonic()
+            clock = CpuClock(self.server_pid)
             await within(seconds + self.grace, f"{self.name} {op} at {clients} clients",
                          *(client(i) for i in range(clients)))
             cell.wall_s = time.monotonic() - t0
+            clock.stop(cell)
             cell.load = os.getloadavg()[0]
             for c, sid in zip(conns, sids, strict=True):
                 await self._call(c, "DELETE", f"/v1/sessions/{sid}")
@@ -389,6 +426,7 @@ class _McpSide:
     name = ""
     prefix = ""
     grace = 120.0
+    server_pid: int | None = None  # the process serving every client (MCP HTTP), if one
 
     def __init__(self, save_tokens: Sequence[tuple[str, str]], search_tokens: Sequence[tuple[str, str]]) -> None:
         self.tokens = {"save": save_tokens, "search": search_tokens}
@@ -458,8 +496,10 @@ class _McpSide:
                                    + (f"; first failure: {failed[0].exception()!r}" if failed else ""))
             deadline[0] = time.monotonic() + seconds
             t0 = time.monotonic()
+            clock = CpuClock(self.server_pid)
             go.set()
             await within(seconds + self.grace, f"{self.name} {op} at {clients} clients", *tasks)
+            clock.stop(cell)  # the sessions' closing (after their last call) is not in it
         finally:
             for t in tasks:
                 t.cancel()
@@ -477,10 +517,10 @@ class McpHttpSide(_McpSide):
     name = "MCP HTTP (official client)"
     prefix = "mcph-save-"
 
-    def __init__(self, url: str, save_tokens: Sequence[tuple[str, str]], search_tokens: Sequence[tuple[str, str]],
-                 grace: float = 120.0) -> None:
+    def __init__(self, served: Served, save_tokens: Sequence[tuple[str, str]],
+                 search_tokens: Sequence[tuple[str, str]], grace: float = 120.0) -> None:
         super().__init__(save_tokens, search_tokens)
-        self.url, self.grace = url, grace
+        self.url, self.server_pid, self.grace = f"{served.base}/mcp", served.pid, grace
 
     @contextlib.asynccontextmanager
     async def _session(self, token: str) -> Any:
@@ -521,8 +561,14 @@ class McpStdioSide(_McpSide):
                 yield session
 
 
+@dataclass(frozen=True)
+class Served:
+    base: str  # http://127.0.0.1:<port>
+    pid: int
+
+
 @contextlib.contextmanager
-def server(db: Path, env: dict[str, str], log: Path) -> Iterator[str]:
+def server(db: Path, env: dict[str, str], log: Path) -> Iterator[Served]:
     """The real ``memwarden serve`` on a free loopback port; stopped with SIGINT (graceful), killed if stuck."""
     port = free_port()
     exe = Path(sys.executable).with_name("memwarden")
@@ -544,7 +590,7 @@ def server(db: Path, env: dict[str, str], log: Path) -> Iterator[str]:
                 if time.monotonic() > until:
                     raise RuntimeError("memwarden serve did not answer /healthz within 60 s")
                 time.sleep(0.1)
-            yield base
+            yield Served(base, proc.pid)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -748,17 +794,16 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
         acks = Acks()
         cells: list[Cell] = []
         t_run = time.monotonic()
-        with server(db, env, tmp / "server.log") as base:
+        with server(db, env, tmp / "server.log") as served:
             library = LibrarySide(service, search_users)
             made: dict[str, Side] = {"library": library}
             if "rest" in wanted:
-                made["rest"] = RestSide(base, save_tokens("save-"), search_tokens, grace=args.grace)
+                made["rest"] = RestSide(served, save_tokens("save-"), search_tokens, grace=args.grace)
             if "httpx" in wanted:
-                made["httpx"] = RestSide(base, save_tokens("hx-save-"), search_tokens, client="httpx",
+                made["httpx"] = RestSide(served, save_tokens("hx-save-"), search_tokens, client="httpx",
                                          grace=args.grace)
             if "mcp-http" in wanted:
-                made["mcp-http"] = McpHttpSide(f"{base}/mcp", save_tokens("mcph-save-"), search_tokens,
-                                               grace=args.grace)
+                made["mcp-http"] = McpHttpSide(served, save_tokens("mcph-save-"), search_tokens, grace=args.grace)
             if mcp_clients:
                 made["mcp-stdio"] = McpStdioSide(env, db, save_tokens("mcp-save-", max(mcp_clients)), search_tokens,
                                                  grace=args.grace)
@@ -780,7 +825,7 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                     k += 1
             diag = ""
             if args.diagnose:
-                diag = diagnose(service, base, agent_token(service, "diag-save", "diag-save"),
+                diag = diagnose(service, served.base, agent_token(service, "diag-save", "diag-save"),
                                 search_tokens[0], args.diagnose)
         run_s = time.monotonic() - t_run
         check_rows, stored_ok = verify(service, acks, sides)
@@ -819,10 +864,12 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                     continue
                 errs = ", ".join(f"{k} ×{v}" for k, v in sorted(x.errors.items())) or "0"
                 rows.append([side.name, str(c), f"{len(x.ns):,}", f"{x.pct(0.5):.2f}", f"{x.pct(0.95):.2f}",
-                             f"{x.pct(0.99):.2f}", f"{x.rate:,.0f}", errs, f"{x.load:.2f}"])
+                             f"{x.pct(0.99):.2f}", f"{x.rate:,.0f}", x.cpu_ms("client"), x.cpu_ms("server"), errs,
+                             f"{x.load:.2f}"])
         out += [f"#### {op}: {what}", "",
-                table(["side", "clients", "calls", "p50 ms", "p95 ms", "p99 ms", "calls/s", "errors", "load 1m"],
-                      rows, [False, True, True, True, True, True, True, False, True]), ""]
+                table(["side", "clients", "calls", "p50 ms", "p95 ms", "p99 ms", "calls/s", "caller CPU ms/call",
+                       "server CPU ms/call", "errors", "load 1m"],
+                      rows, [False, True, True, True, True, True, True, True, True, False, True]), ""]
         for side in sides:
             firsts = [x for x in cells if x.op == op and x.side == side.name and x.first_ns]
             if firsts:
