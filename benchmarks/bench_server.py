@@ -30,7 +30,9 @@ One run, one temporary store (its own key file, anchor and XDG directories), bou
   makes one untimed first call before the clock (it starts the token's session; over stdio it also loads the
   process), reported apart.
 
-  The cells of one (operation, concurrency) run back to back, rotating which side goes first.
+  The cells of one (operation, concurrency) run side by side in ``--slices`` slices: the sides take turns slice
+  by slice, rotating who goes first, so a change of the machine's load during a cell reaches every side alike
+  (MCP stdio runs its cell in one piece: its processes start once per cell).
   Each save client writes to a scope of its own (its token's); search clients share the pre-loaded scopes
   round-robin (tokens of the same scope), so every search reads a scope of ``--records`` records.
 * afterwards the server is stopped (SIGINT: graceful) and every acknowledged save — of every side — is looked
@@ -41,7 +43,7 @@ round trip, queueing in the client's event loop included); throughput is complet
 cell's wall time. Every cell has a deadline (``--seconds`` + ``--grace``): a side that does not finish by then
 stops the run (the server is stopped, the script exits 1), so the script always ends by itself.
 
-    .venv/bin/python benchmarks/bench_server.py [--clients 1,16,64] [--seconds 5] [--records 10000]
+    .venv/bin/python benchmarks/bench_server.py [--clients 1,16,64] [--seconds 5] [--slices 5] [--records 10000]
                                                [--search-scopes 4] [--sides library,rest,httpx,mcp-http,mcp-stdio]
                                                [--mcp-clients 1,16] [--diagnose N] [--grace 120]
                                                [--out FILE] [--strict]
@@ -158,6 +160,22 @@ class Acks:
     def add(self, user: str, memory_id: str) -> None:
         with self.lock:
             self.by_user.setdefault(user, []).append(memory_id)
+
+
+def merge(parts: Sequence[Cell]) -> Cell:
+    """One cell from the slices of a side's cell: every call, the summed wall and CPU time, the mean load; the
+    first calls of the first slice (a later slice's clients reuse the token's server-side session)."""
+    first = parts[0]
+    out = Cell(first.side, first.op, first.clients, first_ns=list(first.first_ns))
+    for x in parts:
+        out.ns += x.ns
+        out.wall_s += x.wall_s
+        out.client_cpu_s = (0.0 if out.client_cpu_s != out.client_cpu_s else out.client_cpu_s) + x.client_cpu_s
+        out.server_cpu_s = (0.0 if out.server_cpu_s != out.server_cpu_s else out.server_cpu_s) + x.server_cpu_s
+        for k, v in x.errors.items():
+            out.errors[k] = out.errors.get(k, 0) + v
+    out.load = sum(x.load for x in parts) / len(parts)
+    return out
 
 
 def process_cpu(pid: int | None) -> float:
@@ -817,9 +835,20 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
             for op in ("save", "search"):
                 for c in clients:
                     here = [x for x in sides if not isinstance(x, McpStdioSide) or c in mcp_clients]
-                    order = here[k % len(here):] + here[:k % len(here)]  # rotate who goes first
-                    for side in order:
-                        cells.append(side.run(op, c, args.seconds, acks, seed=k))
+                    parts: dict[str, list[Cell]] = {x.name: [] for x in here}
+                    # Each side's cell is --slices slices, and the sides take turns slice by slice (rotating who
+                    # goes first): a change of the machine's load during the cell reaches every side alike. MCP
+                    # stdio runs its cell in one piece (its processes start once per cell).
+                    for j in range(args.slices):
+                        turn = k + j
+                        for side in here[turn % len(here):] + here[:turn % len(here)]:
+                            whole = isinstance(side, McpStdioSide)
+                            if whole and j:
+                                continue
+                            parts[side.name].append(side.run(op, c, args.seconds / (1 if whole else args.slices),
+                                                             acks, seed=k * 100 + j))
+                    for side in here:
+                        cells.append(merge(parts[side.name]))
                         print(f"  {op:6} {c:3} clients  {side.name:28} {len(cells[-1].ns):7,} calls  "
                               f"p50 {cells[-1].pct(0.5):7.2f} ms  load {cells[-1].load:.2f}", file=sys.stderr)
                     k += 1
@@ -845,7 +874,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                             f"{metadata.version('mcp')}, httpx {metadata.version('httpx')}"),
                ("store", f"SQLite file in {tmp.parent} (durability=full: WAL, synchronous=FULL), one file for "
                          "every side; the server is a child process"),
-               ("run", f"clients={','.join(map(str, clients))}, {args.seconds:g} s per cell, {args.records:,} "
+               ("run", f"clients={','.join(map(str, clients))}, {args.seconds:g} s per cell in {args.slices} "
+                       f"slices (sides take turns slice by slice), {args.records:,} "
                        f"records in each of {args.search_scopes} search scopes (preload {preload_s:.1f} s), "
                        f"cells {run_s:.0f} s"),
                ("server", f"`memwarden serve --write-rate {WRITE_RATE}` (limiter on, never reached; no access "
@@ -932,6 +962,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", default="1,16,64", help="concurrent clients per cell, comma-separated")
     p.add_argument("--seconds", type=float, default=5.0, help="duration of each cell")
+    p.add_argument("--slices", type=int, default=5,
+                   help="each cell runs as this many slices, the sides taking turns slice by slice")
     p.add_argument("--sides", default=",".join(SIDES),
                    help=f"sides to run besides the library, comma-separated, of: {', '.join(SIDES)}")
     p.add_argument("--mcp-clients", default="1,16",
