@@ -55,6 +55,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -110,6 +111,13 @@ _OUTCOMES = ("it was fixed by pinning the dependency", "the user agreed to revis
 def episode(rng: random.Random, n: int) -> str:
     return (f"{rng.choice(_NAMES)} and the user discussed {rng.choice(_TOPICS)} on the {rng.choice(_PROJECTS)} "
             f"(note {n}); {rng.choice(_OUTCOMES)}.")
+
+
+def note(seed: int, n: int) -> int:
+    """The note number of a save client's ``n``-th episode in the run ``seed`` (each side's run has a seed of its
+    own): unique per scope, so no save is a near-duplicate of an earlier one (which the write path would merge,
+    acknowledging the kept record's id again)."""
+    return seed * 1_000_000 + n
 
 
 def query(rng: random.Random) -> str:
@@ -241,7 +249,7 @@ class LibrarySide:
                     t = time.perf_counter_ns()
                     try:
                         if op == "save":
-                            res = s.save(episode(rng, n), kind="episode")
+                            res = s.save(episode(rng, note(seed, n)), kind="episode")
                             ok = res.status == "accepted"
                             if ok:
                                 acks.add(user, res.id)
@@ -401,7 +409,7 @@ class RestSide:
                 url = f"/v1/sessions/{sid}/tools/{tool}"
                 n = 0
                 while time.monotonic() < deadline:
-                    body = ({"content": episode(rng, n), "kind": "episode"} if op == "save"
+                    body = ({"content": episode(rng, note(seed, n)), "kind": "episode"} if op == "save"
                             else {"query": query(rng), "k": 5})
                     t = time.perf_counter_ns()
                     status, out = await self._call(c, "POST", url, body)
@@ -473,7 +481,7 @@ class _McpSide:
             async with self._session(tok) as session:
                 # one untimed call first: the server starts the token's session (over stdio, a fresh process
                 # also loads its modules and the scope's search index)
-                body = ({"content": episode(rng, -1), "kind": "episode"} if op == "save"
+                body = ({"content": episode(rng, note(seed, 999_999)), "kind": "episode"} if op == "save"
                         else {"query": query(rng), "k": 5})
                 t = time.perf_counter_ns()
                 failed, first = await call(session, body)
@@ -486,7 +494,7 @@ class _McpSide:
                 await go.wait()
                 n = 0
                 while time.monotonic() < deadline[0]:
-                    body = ({"content": episode(rng, n), "kind": "episode"} if op == "save"
+                    body = ({"content": episode(rng, note(seed, n)), "kind": "episode"} if op == "save"
                             else {"query": query(rng), "k": 5})
                     t = time.perf_counter_ns()
                     failed, out = await call(session, body)
@@ -759,13 +767,14 @@ def verify(service: MemoryService, acks: Acks, sides: Sequence[Side]) -> tuple[l
     rows, ok = [], True
     for side in sides:
         users = sorted(u for u in acks.by_user if u.startswith(side.prefix))
-        acked = stored = missing = extra = unverified = 0
+        acked = stored = missing = extra = unverified = repeated = 0
         for user in users:
             want = set(acks.by_user[user])
             found = service.operator_rows(TENANT, user, ALL_AGENTS, include_held=True, kind="episode")
             have = {c.id for c in found}
             unverified += sum(not c.ok for c in found)
-            acked += len(acks.by_user[user])
+            acked += len(want)
+            repeated += len(acks.by_user[user]) - len(want)  # an id acknowledged twice (a merged near-duplicate)
             stored += len(found)
             missing += len(want - have)
             extra += len(have - want)
@@ -774,8 +783,8 @@ def verify(service: MemoryService, acks: Acks, sides: Sequence[Side]) -> tuple[l
         if not users:
             continue
         label = side.name + (" (held)" if isinstance(side, _McpSide) else "")
-        rows.append([label, str(len(users)), f"{acked:,}", f"{stored:,}", str(missing), str(extra), str(unverified),
-                     "PASS" if good else "FAIL"])
+        rows.append([label, str(len(users)), f"{acked:,}", str(repeated), f"{stored:,}", str(missing), str(extra),
+                     str(unverified), "PASS" if good else "FAIL"])
     return rows, ok
 
 
@@ -826,11 +835,12 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                 made["mcp-stdio"] = McpStdioSide(env, db, save_tokens("mcp-save-", max(mcp_clients)), search_tokens,
                                                  grace=args.grace)
             sides = [made[k] for k in SIDES if k in made and (k in wanted or k == "library")]
+            seeds = itertools.count(1)  # every side.run has a seed of its own (texts, queries, note numbers)
             for side in sides:  # warm-up, untimed: imports, caches, connections (MCP stdio warms per cell)
                 if isinstance(side, McpStdioSide):
                     continue
-                side.run("save", 1, 0.5, acks, seed=99)  # its saves are acknowledged: checked too
-                side.run("search", args.search_scopes, 0.5, acks, seed=99)  # every scope's index loaded
+                side.run("save", 1, 0.5, acks, seed=next(seeds))  # its saves are acknowledged: checked too
+                side.run("search", args.search_scopes, 0.5, acks, seed=next(seeds))  # every scope's index loaded
             k = 0
             for op in ("save", "search"):
                 for c in clients:
@@ -846,7 +856,7 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                             if whole and j:
                                 continue
                             parts[side.name].append(side.run(op, c, args.seconds / (1 if whole else args.slices),
-                                                             acks, seed=k * 100 + j))
+                                                             acks, seed=next(seeds)))
                     for side in here:
                         cells.append(merge(parts[side.name]))
                         print(f"  {op:6} {c:3} clients  {side.name:28} {len(cells[-1].ns):7,} calls  "
@@ -909,8 +919,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
     if diag:
         out += [diag]
     out += ["#### Every acknowledged save is in the store (after the server stopped)", "",
-            table(["side", "scopes", "acknowledged", "stored", "missing", "unacknowledged", "unverified",
-                   "result"], check_rows, [False, True, True, True, True, True, True, False]), ""]
+            table(["side", "scopes", "acknowledged ids", "acknowledged again", "stored", "missing", "unacknowledged",
+                   "unverified", "result"], check_rows, [False, True, True, True, True, True, True, True, False]), ""]
 
     targets: list[list[str]] = []
     ok = stored_ok
