@@ -282,7 +282,8 @@ def main() -> int:
             if lib is not None:
                 lib.close()
     what = f"{'MCP HTTP ' if args.mcp else ''}{args.op}"
-    rows = [[v.name, f"{v.src}", v.http, v.loop, "on" if v.access_log else "off", v.client, f"{len(v.ns):,}",
+    rows = [[v.name, f"{v.src}", v.http, v.loop, "on" if v.access_log else "off",
+             "official MCP" if args.mcp else v.client, f"{len(v.ns):,}",
              f"{pct(v.ns, 0.5):.3f}", f"{pct(v.ns, 0.95):.3f}", f"{v.server_cpu_s / max(1, len(v.ns)) * 1e3:.3f}"]
             for v in variants]
     if lib_ns:
