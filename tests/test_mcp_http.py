@@ -262,3 +262,26 @@ def test_T3_forged_revoked_and_operator_tokens_are_refused(server: Server, store
     with memwarden.open(store_env.db) as svc:
         auth.revoke_token(svc, "soon-revoked")
     assert post(token).status_code == 401
+
+
+def test_tool_input_schema_is_the_listed_schema_without_a_listing_per_call(store: memwarden.MemoryService) -> None:
+    """The SDK checks a stateless tools/call's Mcp-Param-* headers against the tool's schema; memwarden hands it
+    the schema tools/list advertises (its own tools, a provider's), so no listing (and no session) per call."""
+    from memwarden import mcp_http, tools
+    from test_providers import FakeProvider
+
+    def lookup() -> Callable[[str], Any]:
+        built = mcp_http.build(store, public_url="http://127.0.0.1:8750", host="127.0.0.1", idle_seconds=60,
+                               max_body_bytes=1 << 20, take_write=lambda _tid: None)
+        found = built.manager.app.get_tool_input_schema
+        assert found is not None
+        return found
+
+    listed = {t["name"]: t["input_schema"] for t in tools.anthropic_tools()}
+    schema_of = lookup()
+    assert set(listed) == set(TOOLS) and all(schema_of(n) == listed[n] for n in TOOLS)
+    schema_of("memory_save")["properties"].clear()  # a copy: the next lookup and listing are unchanged
+    assert schema_of("memory_save") == listed["memory_save"] == tools.anthropic_tools()[0]["input_schema"]
+    assert schema_of("no_such_tool") is None
+    store.register_provider(FakeProvider("honcho"))
+    assert schema_of("honcho_profile") == FakeProvider().tool_schemas()[0]["parameters"]

@@ -96,3 +96,18 @@ def test_serve_without_server_extra_says_how_to_install(monkeypatch: pytest.Monk
     assert result.exit_code == 1
     out = result.output.strip()
     assert out.count("\n") == 0 and "pip install 'memwarden[server]'" in out
+
+
+def test_serve_access_log_on_by_default_and_off_with_the_flag(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``memwarden.access`` line per request is on unless ``--no-access-log`` (it costs ~0.1 ms a request)."""
+    import logging
+
+    from memwarden import cli, logs, serving
+
+    levels: list[bool] = []
+    monkeypatch.setattr(serving, "run", lambda *_a, **_k: levels.append(logs.ACCESS.isEnabledFor(logging.INFO)))
+    for flags in ([], ["--no-access-log"], ["--access-log"]):
+        result = CliRunner().invoke(cli.app, ["serve", "--db", str(db_path), "--port", "8751", *flags])
+        assert result.exit_code == 0, result.output
+    assert levels == [True, False, True]
+

@@ -1512,6 +1512,11 @@ def serve(
         int, typer.Option(min=0, max=3600, rich_help_panel=_LIMITS,
                           help="On SIGINT/SIGTERM, seconds requests in flight get to finish.")
     ] = 30,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", rich_help_panel=_LIMITS,
+                           help="One log line per request (route template, status, duration, token id; never a "
+                                "body, a query or a token).")
+    ] = True,
 ) -> None:
     """Serve the REST API under /v1 (OpenAPI at /openapi.json, docs at /docs) and MCP over streamable HTTP at
     /mcp until Ctrl-C.
@@ -1540,7 +1545,8 @@ def serve(
     config = rest.ServerConfig(write_rate=write_rate, public_url=public_url, oauth=issuer_config,
                                memwarden_tokens=memwarden_tokens, keep_alive_timeout=keep_alive_timeout,
                                body_timeout=body_timeout, shutdown_timeout=shutdown_timeout)
-    rest.serve(state.service(), host, port, config=config, log_format=log_format.value if log_format else None)
+    rest.serve(state.service(), host, port, config=config, log_format=log_format.value if log_format else None,
+               access_log=access_log)
 
 
 @app.command()

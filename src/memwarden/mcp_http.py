@@ -42,7 +42,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from memwarden import mcp_server, oauth
+from memwarden import mcp_server, oauth, tools
 from memwarden.auth import AGENT, AuthError, Principal
 from memwarden.errors import RateLimited
 from memwarden.scope import Scope
@@ -195,7 +195,17 @@ def build(service: MemoryService, *, public_url: str, host: str, idle_seconds: f
             return {"error": "rate_limited", "message": str(exc), "retry_after": getattr(exc, "retry_after", 60)}
         return None
 
-    server = mcp_server.build_server(use, instructions=INSTRUCTIONS, admit=admit)
+    def input_schema(name: str) -> dict[str, Any] | None:
+        """The schema ``tools/list`` gives ``name`` (memwarden's tools, then a registered provider's): what the
+        SDK checks a call's ``Mcp-Param-*`` headers against, without a listing (and a session) per call."""
+        found = tools.input_schema(name)
+        provider = service.providers.provider
+        if found is None and provider is not None:
+            found = next((dict(t.get("parameters") or {"type": "object"}) for t in provider.tool_schemas()
+                          if t.get("name") == name), None)
+        return found
+
+    server = mcp_server.build_server(use, instructions=INSTRUCTIONS, admit=admit, tool_input_schema=input_schema)
     verifier = MemwardenTokenVerifier(authenticator, resource_url, base)
     settings = AuthSettings(issuer_url=issuer, resource_server_url=resource_url,  # type: ignore[arg-type]
                             required_scopes=[AGENT_SCOPE], validate_token_resource=False)

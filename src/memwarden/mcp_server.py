@@ -107,13 +107,16 @@ def _block_of(session: Session) -> tuple[str, dict[str, str]]:
     return session.system_block(), {"memwarden/sha256": session.snapshot_sha256, "memwarden/session": session.id}
 
 
-def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS, admit: Admit | None = None) -> Server[Any]:
+def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS, admit: Admit | None = None,
+                 tool_input_schema: Callable[[str], Mapping[str, Any] | None] | None = None) -> Server[Any]:
     """An MCP server whose tools are the session's agent tools and whose prompt/resource is its frozen block.
 
     ``use`` resolves the session of the request being served: stdio has one (:func:`build_stdio_server`), MCP
     over HTTP one per token (:mod:`memwarden.mcp_http`). ``admit(tool)``, if given, may refuse a call before it
     runs with an error outcome (HTTP: the per-token write limit). Every tool call is ``Session.call_tool`` — the
-    one write path — and its outcome becomes a result by :func:`tool_result`, the same for both transports."""
+    one write path — and its outcome becomes a result by :func:`tool_result`, the same for both transports.
+    ``tool_input_schema(name)``, if given, is the schema the SDK checks a stateless HTTP call's ``Mcp-Param-*``
+    headers against (without it, the SDK runs ``tools/list`` before every ``tools/call`` to find it)."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
@@ -160,7 +163,7 @@ def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS, admit: Ad
     return Server(
         "memwarden", version=__version__, title="memwarden memory", instructions=instructions,
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
-        on_list_resources=list_resources, on_read_resource=read_resource)
+        on_list_resources=list_resources, on_read_resource=read_resource, get_tool_input_schema=tool_input_schema)
 
 
 def build_stdio_server(session: Session, identity: Identity | None = None) -> Server[Any]:

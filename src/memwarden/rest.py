@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memwarden import audit, host_ingest, logs, mcp_http, oauth, rest_stream, review, serving, transfer
@@ -303,19 +304,26 @@ _bearer = HTTPBearer(auto_error=False, description="A memwarden token (`memwarde
                                                    "token of the configured OAuth issuer.")
 
 
-def _principal(request: Request,
-               creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _principal(request: Request, creds: Bearer) -> Principal:
     if creds is None:
         raise AuthError("this route needs `Authorization: Bearer <memwarden token>` "
                         "(create one with `memwarden token create`)")
     return request.app.state.authenticator.authenticate(creds.credentials)  # type: ignore[no-any-return]
 
 
-def _agent(who: Annotated[Principal, Depends(_principal)]) -> Principal:
+def _require_agent(who: Principal) -> Principal:
     if who.role != AGENT:
         raise Forbidden("agent routes need an agent token (bound to tenant/user/agent); this is an "
                         f"{who.role} token")
     return who
+
+
+async def _agent(who: Annotated[Principal, Depends(_principal)]) -> Principal:
+    # async: a check of the principal, no I/O — a sync dependency would cost a worker-thread hop of its own
+    return _require_agent(who)
 
 
 def _operator(who: Annotated[Principal, Depends(_principal)], request: Request) -> Principal:
@@ -400,7 +408,7 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
     # -- health --
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:  # no I/O: answered on the event loop, no worker-thread hop
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["health"], summary="The store opens, the audit chain verifies, it is at its anchor")
@@ -461,14 +469,21 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
         return {"tainted": any(r["tainted"] for r in reported), "reports": reported}
 
     @app.post("/v1/sessions/{session_id}/tools/{name}", tags=["agent"], summary="Call one memory tool")
-    def call_tool(session_id: SESSION_ID, who: Agent,
-                  name: Annotated[str, Path(min_length=1, max_length=100, description=", ".join(TOOL_NAMES))],
-                  arguments: Annotated[dict[str, Any] | None, Body()] = None) -> JSONResponse:
-        _require_text(arguments, "arguments")
-        if name in WRITE_TOOLS:
-            limiter.take(who.token_id)
-        with sessions.use(session_id, who) as s:
-            result = s.call_tool(name, arguments or {})
+    async def call_tool(session_id: SESSION_ID, request: Request, creds: Bearer,
+                        name: Annotated[str, Path(min_length=1, max_length=100, description=", ".join(TOOL_NAMES))],
+                        arguments: Annotated[dict[str, Any] | None, Body()] = None) -> JSONResponse:
+        # The hot route: the token check (a store read) and the call run in one worker-thread hop instead of one
+        # per sync dependency and one for the route (each hop is two thread wake-ups, ~0.1-0.2 ms; docs/
+        # benchmarks.md). Same checks, same order as the ``Agent`` dependency of the other agent routes.
+        def run() -> dict[str, Any]:
+            who = _require_agent(_principal(request, creds))
+            _require_text(arguments, "arguments")
+            if name in WRITE_TOOLS:
+                limiter.take(who.token_id)
+            with sessions.use(session_id, who) as s:
+                return s.call_tool(name, arguments or {})
+
+        result = await run_in_threadpool(run)
         if "error" in result:
             return _problem_response(from_dict(result))
         if result.get("status") == "rejected":
@@ -816,12 +831,18 @@ def routes(app: FastAPI) -> list[APIRoute]:
 
 
 def serve(service: MemoryService, host: str, port: int, *, config: ServerConfig | None = None,
-          log_format: str | None = None) -> None:
+          log_format: str | None = None, access_log: bool = True) -> None:
     """Serve the API over ``service`` until SIGINT/SIGTERM (:func:`memwarden.serving.run`): the open event streams
     end at once, in-flight requests finish within ``config.shutdown_timeout``, then the live sessions are ended.
-    The caller closes the store."""
+    The caller closes the store.
+
+    uvicorn picks its fastest HTTP parser and event loop when installed (``httptools``, ``uvloop``: the server
+    extra depends on both where they exist) and falls back to ``h11`` and asyncio. ``access_log``: the
+    ``memwarden.access`` line per request (:mod:`memwarden.logs`; never a body or a token); off, it is not
+    written (about 0.1 ms a request, docs/benchmarks.md)."""
     config = replace(config or ServerConfig(), host=host, port=port)
     fmt = logs.configure(log_format)  # before the app: its start-up warnings go to the same log
+    logs.ACCESS.setLevel(logging.INFO if access_log else logging.WARNING)
     app = create_app(service, config)
     serving.run(app, config, log_format=fmt, describe={"auth": app.state.authenticator.describe()},
                 on_signal=app.state.streams.close)  # open event streams end now, not at the shutdown timeout
