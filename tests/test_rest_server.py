@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import memwarden
 from memwarden import auth
-from rest_helpers import start_serve
+from rest_helpers import free_port, start_serve
 
 
 def test_serve_over_http_P1_T1_and_graceful_shutdown(db_path: Path) -> None:
@@ -107,7 +107,24 @@ def test_serve_access_log_on_by_default_and_off_with_the_flag(db_path: Path, mon
     levels: list[bool] = []
     monkeypatch.setattr(serving, "run", lambda *_a, **_k: levels.append(logs.ACCESS.isEnabledFor(logging.INFO)))
     for flags in ([], ["--no-access-log"], ["--access-log"]):
-        result = CliRunner().invoke(cli.app, ["serve", "--db", str(db_path), "--port", "8751", *flags])
+        result = CliRunner().invoke(cli.app, ["serve", "--db", str(db_path), "--port", str(free_port()), *flags])
         assert result.exit_code == 0, result.output
     assert levels == [True, False, True]
+
+
+def test_serve_on_a_busy_port_is_one_line_and_creates_no_store(tmp_path: Path) -> None:
+    import socket
+
+    from memwarden import cli
+
+    db = tmp_path / "never.db"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(cli.app, ["serve", "--db", str(db), "--port", str(port)])
+    assert result.exit_code != 0
+    out = result.output.strip()
+    assert out.count("\n") == 0 and f"cannot listen on 127.0.0.1:{port}" in out, out
+    assert not db.exists()
 

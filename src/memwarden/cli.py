@@ -1539,6 +1539,9 @@ def serve(
                        "--oauth-issuer", EXIT_USAGE)
     if not memwarden_tokens and issuer_config is None:
         raise CliError("--no-memwarden-tokens needs --oauth-issuer (else no token would be accepted)", EXIT_USAGE)
+    from memwarden import serving
+
+    serving.check_port(host, port)  # before the store is opened (or created)
     state = _state(ctx)
     if db is not None:
         state.url = db

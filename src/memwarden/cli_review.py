@@ -217,7 +217,7 @@ def token_create(
     expires: Annotated[str | None, typer.Option(
         "--expires", show_default=False,
         help="Refuse the token from this time on: a duration (90d, 12h, 30m, 2w) or an ISO-8601 time "
-             "(2026-12-01T09:00Z). Default: until revoked.")] = None,
+             "(2030-06-30T09:00Z). Default: until revoked.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a token and print it once (it is stored only hashed), with the scope it covers.
@@ -281,7 +281,8 @@ def token_list(ctx: typer.Context, tenant: TenantOpt = None, as_json: JsonOpt = 
         return
     table = Table(title=f"{_n(len(rows), 'token')}", box=box.SIMPLE_HEAVY, title_justify="left")
     for col in ("id", "name", "role", "scope", "host reports ingest", "created (UTC)", "expires", "revoked", "row"):
-        table.add_column(col, overflow="fold")
+        # the id is copied into `token revoke`: never wrapped over two lines (the other columns fold instead)
+        table.add_column(col, overflow="fold", no_wrap=col == "id", min_width=26 if col == "id" else None)
     now = now_ms()
     for r in rows:
         scope = "/".join(str(x) for x in (r["tenant"], r["user"], r["agent"]) if x)

@@ -284,6 +284,8 @@ def authenticator_for(service: MemoryService, config: OAuthConfig | None, *, mem
 
 def _quoted(text: str) -> str:
     """A quoted-string value: printable ASCII without quotes or backslashes (RFC 6750 §3 error_description)."""
+    text = text.replace("\u2026", "...").replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", "'")
+    text = text.replace("\u201d", "'")  # typographic marks the messages use, spelled in ASCII rather than '?'
     clean = "".join(c if 0x20 <= ord(c) < 0x7F and c not in '"\\' else "?" for c in text)
     return clean[:300]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, MutableMapping
 from types import FrameType
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from memwarden import logs
+from memwarden.errors import InvalidInput
 from memwarden.problems import MEDIA_TYPE, problem
 
 if TYPE_CHECKING:
@@ -130,3 +132,17 @@ def run(app: FastAPI, config: ServerConfig, *, log_format: str, describe: dict[s
 
 def _ignore(_sig: int, _frame: FrameType | None) -> None:
     return None
+
+
+def check_port(host: str, port: int) -> None:
+    """:class:`InvalidInput` (one line) if ``host:port`` cannot be listened on — checked before the store is opened,
+    so a busy port is one clear message, not uvicorn's error among the log lines. (Another process may still take
+    the port between this check and uvicorn's bind; uvicorn then reports it.)"""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}; is another memwarden serve "
+                               "(or make run) using it? Pick another --port") from None

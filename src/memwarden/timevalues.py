@@ -95,7 +95,7 @@ def check_due(kind: str, due_at: object, now: int, *, past_window_ms: int, allow
 
 
 _DURATION_UNITS = {"s": 1000, "m": 60_000, "h": HOUR_MS, "d": DAY_MS, "w": 7 * DAY_MS}
-EXPIRY_EXAMPLE = "90d, 12h, 30m, 2w or 2026-12-01T09:00Z"
+EXPIRY_EXAMPLE = "90d, 12h, 30m, 2w or an ISO-8601 time such as 2030-06-30T09:00Z"
 
 
 def parse_expiry(value: Any, now: int) -> int:
