@@ -893,8 +893,8 @@ def run(args: argparse.Namespace, tmp: Path) -> tuple[str, bool]:
                        f"slices (sides take turns slice by slice), {args.records:,} "
                        f"records in each of {args.search_scopes} search scopes (preload {preload_s:.1f} s), "
                        f"cells {run_s:.0f} s"),
-               ("server", f"`memwarden serve --write-rate {WRITE_RATE}` (limiter on, never reached; no access "
-                          "log, the default)"),
+               ("server", f"`memwarden serve --write-rate {WRITE_RATE}` (limiter on, never reached; one JSON "
+                          "request log line per call to a file, the default)"),
                ("load average (1/5/15 min) before", "/".join(f"{x:.2f}" for x in load0)),
                ("load average after", "/".join(f"{x:.2f}" for x in os.getloadavg())),
            ], [False, False]), ""]
