@@ -83,6 +83,19 @@ def test_record_turns_skips_system_messages_and_non_text_blocks(store: MemorySer
         assert [i for i, _ in s.skipped_turns] == [0, 1]
 
 
+def test_record_turns_reports_a_message_without_text_instead_of_dropping_it_silently(
+        store: MemoryService, scope: memwarden.Scope) -> None:
+    """Outsider trial: ``{"role": "user"}`` was neither stored nor listed as skipped."""
+    with store.session(scope) as s:
+        out = s.record_turns([{"role": "user"}, {"role": "user", "content": "   "},
+                              {"role": "assistant", "content": None,
+                               "tool_calls": [{"function": {"name": "get_time", "arguments": "{}"}}]},
+                              {"role": "user", "content": "What time is it?"}])
+        assert [t.index for t in out] == [3]
+        assert [i for i, _ in s.skipped_turns] == [0, 1]  # the tool call of message 2 went to the ledger
+        assert all("without text" in why for _, why in s.skipped_turns)
+
+
 @pytest.mark.parametrize("messages", [
     "hello", {"role": "user", "content": "x"}, [{"content": "no role"}], [{"role": "wizard", "content": "x"}],
     [{"role": "user", "content": 5}], [{"role": "user", "content": [{"text": "no type"}]}],

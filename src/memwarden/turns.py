@@ -109,6 +109,7 @@ def read_turns(messages: Iterable[Any]) -> Turns:
                                "(system and developer messages are skipped)")
         norm = "tool" if role == "function" else role
         name = _field(msg, "name")
+        before = len(out.parts) + len(out.skipped)
         _blocks(index, norm, _field(msg, "content"), out, name if isinstance(name, str) else None)
         for call in _field(msg, "tool_calls") or ():
             fn = _field(call, "function") or call
@@ -118,6 +119,8 @@ def read_turns(messages: Iterable[Any]) -> Turns:
             # JSON text is passed on as it is: the ledger parses it, and taints on text it cannot judge —
             # unparseable, too deep, or naming a key twice (T1)
             out.parts.append(ToolCall(index, tool, args))
+        if len(out.parts) + len(out.skipped) == before:  # nothing stored and nothing said: say it (never silent)
+            out.skipped.append((index, f"{norm} message without text or tool calls (nothing to store)"))
     return out
 
 
