@@ -13,7 +13,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -71,15 +70,14 @@ class Quickstart:
 
 
 def free_port(host: str, preferred: int) -> int:
-    """``preferred`` if nothing listens there, else a free port the OS picks (said in the output)."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return int(s.getsockname()[1])
-    raise InvalidInput(f"cannot listen on {host}: no free port")
+    """``preferred`` if nothing listens there, else a free port the OS picks (said in the output); the same check
+    as ``memwarden serve`` (:func:`memwarden.serving.check_port`)."""
+    from memwarden.serving import check_port
+
+    try:
+        return check_port(host, preferred)
+    except InvalidInput:
+        return check_port(host, 0)
 
 
 def new_directory(directory: str | os.PathLike[str] | None) -> Path:

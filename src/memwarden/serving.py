@@ -134,10 +134,11 @@ def _ignore(_sig: int, _frame: FrameType | None) -> None:
     return None
 
 
-def check_port(host: str, port: int) -> None:
-    """:class:`InvalidInput` (one line) if ``host:port`` cannot be listened on — checked before the store is opened,
-    so a busy port is one clear message, not uvicorn's error among the log lines. (Another process may still take
-    the port between this check and uvicorn's bind; uvicorn then reports it.)"""
+def check_port(host: str, port: int) -> int:
+    """The port (the one the OS picked for ``port=0``), or :class:`InvalidInput` (one line) if ``host:port`` cannot
+    be listened on — checked before the store is opened, so a busy port is one clear message, not uvicorn's error
+    among the log lines. (Another process may still take the port between this check and uvicorn's bind; uvicorn
+    then reports it.)"""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
@@ -146,3 +147,4 @@ def check_port(host: str, port: int) -> None:
         except OSError as exc:
             raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}; is another memwarden serve "
                                "(or make run) using it? Pick another --port") from None
+        return int(s.getsockname()[1])
