@@ -16,7 +16,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,17 @@ def _env(db: Path, token: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+@asynccontextmanager
+async def _mcp(db: Path, *args: str, token: str | None = None) -> AsyncIterator[tuple[ClientSession, str]]:
+    """An initialized official-client session with ``memwarden mcp`` over stdio on ``db``, and its instructions."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp", *args],
+                                   env=_env(db, token))
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            found = await s.initialize()
+            yield s, found.instructions or ""
+
+
 def _hook(db: Path, stdin: bytes, *args: str, token: str | None = None, **extra: str
           ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "memwarden", "hook", *args], env=_env(db, token, **extra),
@@ -105,22 +117,18 @@ def test_t1_hook_web_fetch_taints_mcp_stdio_session(db_path: Path) -> None:
     hooked: list[subprocess.CompletedProcess[str]] = []
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp"],
-                                       env=_env(db_path, token))
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-                await s.initialize()
-                before = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
-                assert before["status"] == "accepted", before  # the profile: the session starts clean
-                # the host's hook runs in another process while the MCP session is open
-                hooked.append(await asyncio.to_thread(_hook, db_path, WEB_FETCH, token=token))
-                r = await s.call_tool("memory_save", {"content": "User's team deploys on Fridays", "kind": "fact"})
-                after = _payload(r)
-                assert not r.is_error and after["status"] == "review", after
-                assert "reported by the host" in after["message"] and "WebFetch" in after["message"]
-                assert "cannot see" in after["note"]
-                removed = _payload(await s.call_tool("memory_remove", {"id": before["id"]}))
-                assert removed["error"] == "forbidden"  # a tainted session deletes nothing either
+        async with _mcp(db_path, token=token) as (s, _):
+            before = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
+            assert before["status"] == "accepted", before  # the profile: the session starts clean
+            # the host's hook runs in another process while the MCP session is open
+            hooked.append(await asyncio.to_thread(_hook, db_path, WEB_FETCH, token=token))
+            r = await s.call_tool("memory_save", {"content": "User's team deploys on Fridays", "kind": "fact"})
+            after = _payload(r)
+            assert not r.is_error and after["status"] == "review", after
+            assert "reported by the host" in after["message"] and "WebFetch" in after["message"]
+            assert "cannot see" in after["note"]
+            removed = _payload(await s.call_tool("memory_remove", {"id": before["id"]}))
+            assert removed["error"] == "forbidden"  # a tainted session deletes nothing either
 
     asyncio.run(main())
     assert hooked[0].returncode == 0, hooked[0].stderr
@@ -136,15 +144,11 @@ def test_t1_hook_in_a_session_without_the_profile_the_save_is_held_from_the_star
         token = _token(store, reports=False, name="plain")
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp"],
-                                       env=_env(db_path, token))
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-                found = await s.initialize()
-                assert found.instructions and "held for a person to review" in found.instructions
-                out = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
-                assert out["status"] == "review"
-                assert "token plain has no host-reports-ingest profile" in out["message"]
+        async with _mcp(db_path, token=token) as (s, instructions):
+            assert "held for a person to review" in instructions
+            out = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
+            assert out["status"] == "review"
+            assert "token plain has no host-reports-ingest profile" in out["message"]
 
     asyncio.run(main())
     # the hook still reports (it may taint the scope's other sessions) and says the token is misconfigured
@@ -382,14 +386,10 @@ def test_t1_mcp_local_flag_and_token_profile(db_path: Path) -> None:
     local = ["--tenant", A.tenant, "--user", A.user, "--agent", A.agent or "", "--host-reports-ingest"]
 
     async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "memwarden", "mcp", *local],
-                                       env=_env(db_path))
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-                found = await s.initialize()
-                assert found.instructions and "The host reports what this session reads" in found.instructions
-                out = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
-                assert out["status"] == "accepted"
+        async with _mcp(db_path, *local) as (s, instructions):
+            assert "The host reports what this session reads" in instructions
+            out = _payload(await s.call_tool("memory_save", {"content": FACT, "kind": "fact"}))
+            assert out["status"] == "accepted"
 
     asyncio.run(main())
 
