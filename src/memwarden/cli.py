@@ -297,10 +297,10 @@ class State:
         still serves nothing and takes no other write (I5)."""
         if self._service is None:
             import memwarden
-            from memwarden.store import resolve_url
+            from memwarden.store import file_of
 
-            path = resolve_url(self.url)
-            existed = path.exists()
+            path = file_of(self.url)  # None: a server database (created by `memwarden migrate`)
+            existed = path is None or path.exists()
             self._service = memwarden.open(self.url, refuse_rollback=not inspect)
             if not existed:  # a mistyped --db must not pass unnoticed
                 typer.echo(f"note: created a new, empty store at {printable(str(path))}", err=True)
