@@ -1420,7 +1420,8 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     elif not findings:
         _console().print(
             Text(
-                f"✓ no problems found in {printable(service.location)}: SQLite integrity, no "
+                f"✓ no problems found in {printable(service.location)}: "
+                f"{'SQLite integrity, ' if getattr(service.backend, 'path', None) is not None else ''}no "
                 "zombie rows, every signature valid, audit chain intact and at its anchor",
                 style="green",
             )
