@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memwarden
+import memwarden.store.base
 from memwarden import audit
 from memwarden.cli import app
 from memwarden.errors import UnsupportedURL
@@ -315,3 +316,44 @@ def test_T2_a_tainted_write_is_held_and_invisible_until_approved(store: MemorySe
     review.promote(store, principal, r.id)
     with store.session(A) as s:
         assert s.view(r.id).id == r.id
+
+
+def test_writes_of_one_process_share_commits_and_a_serialization_failure_is_retried(
+        pg_database: tuple[str, str]) -> None:
+    import threading
+
+    from psycopg import errors as pg_errors
+
+    _name, url = pg_database
+    with memwarden.open(url) as store:
+        backend = store.backend
+        before = (backend.commits, backend.committed_writes)
+
+        def writer(n: int) -> None:
+            with store.session(memwarden.Scope("acme", f"w{n}", "a")) as s:
+                for i in range(10):
+                    assert s.save(f"Thread {n} wrote note {i} about the deploy").id is not None
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        commits, writes = backend.commits - before[0], backend.committed_writes - before[1]
+        assert writes >= 60 and commits <= writes  # grouped when they queued (never more commits than writes)
+        assert audit.verify(backend, store.signer) == []
+        calls = []
+
+        def flaky(tx: object) -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                raise pg_errors.SerializationFailure("could not serialize access")
+            return "done"
+
+        assert backend.run_write(flaky) == "done" and len(calls) == 2
+
+        def always(tx: object) -> None:
+            raise pg_errors.SerializationFailure("could not serialize access")
+
+        with pytest.raises(memwarden.store.base.NotCommitted, match="serialization"):
+            backend.run_write(always)
