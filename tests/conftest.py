@@ -26,9 +26,57 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "mem.db"
 
 
+# --- both engines (issue 14) ---------------------------------------------------------------------------------
+# A test module with ``pytestmark = pytest.mark.engines`` runs each of its tests that use the ``store`` or
+# ``store_url`` fixture on SQLite and on PostgreSQL (``-k postgres`` / ``-k sqlite`` picks one); a test of such a
+# module that reaches around the public API into SQLite is marked ``sqlite_only``.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "engines: run the module's store tests on SQLite and on PostgreSQL")
+    config.addinivalue_line("markers", "sqlite_only: reaches into the SQLite file; not run on PostgreSQL")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker("engines") is not None:
+        engines = ["sqlite"] if metafunc.definition.get_closest_marker("sqlite_only") else ["sqlite", "postgres"]
+        metafunc.parametrize("engine", engines, indirect=True)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[MemoryService]:
-    s = memwarden.open(db_path)
+def engine(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    import pg_helpers
+
+    server = pg_helpers.start()
+    yield server
+    pg_helpers.stop(server)
+
+
+@pytest.fixture
+def pg_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(name, application URL) of a fresh migrated PostgreSQL database."""
+    server = request.getfixturevalue("pg_server")
+    name, url = server.new_database()
+    yield name, url
+    server.drop(name)
+
+
+@pytest.fixture
+def store_url(engine: str, db_path: Path, request: pytest.FixtureRequest) -> str:
+    """The database the test's store lives in: a SQLite file, or a PostgreSQL application URL."""
+    if engine == "postgres":
+        return str(request.getfixturevalue("pg_database")[1])
+    return str(db_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[MemoryService]:
+    s = memwarden.open(store_url)
     yield s
     s.close()
 

@@ -16,6 +16,8 @@ from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
 from memwarden.records import Provenance
 from memwarden.service import DAY_MS, MemoryService
 
+pytestmark = pytest.mark.engines  # issue 14: the store tests run on SQLite and PostgreSQL
+
 
 def _count_rows(store: MemoryService) -> int:
     with store.backend.read() as conn:

@@ -19,6 +19,8 @@ from memwarden.prompt_block import parse_blocks
 from memwarden.service import MemoryService
 from raw_sql import raw_sql
 
+pytestmark = pytest.mark.engines  # issue 14: the store tests run on SQLite and PostgreSQL
+
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
 
@@ -69,6 +71,7 @@ def test_t3_revoked_token_is_refused(store: MemoryService) -> None:
         auth.revoke_token(store, "bob")
 
 
+@pytest.mark.sqlite_only  # reaches into the SQLite file (or its CLI path)
 def test_t3_token_row_edited_around_the_api_is_refused(store: MemoryService, db_path: Path) -> None:
     token, who = _agent(store)
     raw_sql(db_path, ("UPDATE tokens SET role = 'operator', agent = NULL WHERE id = ?", (who.token_id,)))
@@ -239,6 +242,7 @@ class _Cli:
         return result
 
 
+@pytest.mark.sqlite_only  # reaches into the SQLite file (or its CLI path)
 def test_t3_review_end_to_end_from_the_cli(store: MemoryService, db_path: Path) -> None:
     cli = _Cli(db_path)
     held = held_write(store, SCOPE, "User's on-call handle is @kestrel")
@@ -277,6 +281,7 @@ def test_t3_review_end_to_end_from_the_cli(store: MemoryService, db_path: Path) 
     assert cli.run("review", "list", token=op_token).exit_code == 1
 
 
+@pytest.mark.sqlite_only  # reaches into the SQLite file (or its CLI path)
 def test_t3_review_cli_errors_are_one_line(db_path: Path, store: MemoryService) -> None:
     cli = _Cli(db_path)
     token, _ = _op(store)

@@ -26,6 +26,8 @@ from memwarden.ids import new_id
 from memwarden.prompt_block import parse_blocks
 from memwarden.service import MemoryService
 
+pytestmark = pytest.mark.engines  # issue 14: the store tests run on SQLite and PostgreSQL
+
 VICTIM = memwarden.Scope(tenant="acme", user="u-1", agent="support")
 SHARED = memwarden.Scope(tenant="acme", user="u-1")  # agent=None: shared by all agents of u-1
 ATTACKERS = {
@@ -344,6 +346,7 @@ def traced_sql(store: MemoryService) -> Iterator[list[str]]:
             c.set_trace_callback(None)
 
 
+@pytest.mark.sqlite_only  # reaches into the SQLite file (or its CLI path)
 def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemoryService) -> None:
     victim_id = _save_victim(store)
     with traced_sql(store) as statements, store.session(VICTIM) as s:
@@ -367,6 +370,7 @@ def test_s3_scope_sensitivity_and_expiry_filters_are_in_the_sql(store: MemorySer
     assert all("m.status = 'active'" in q for q in reads if "m.id = " not in q)
 
 
+@pytest.mark.sqlite_only  # reaches into the SQLite file (or its CLI path)
 def test_s3_read_shared_filter_is_in_the_sql(store: MemoryService) -> None:
     with store.session(memwarden.Scope(VICTIM.tenant, VICTIM.user)) as shared:  # something for the search to find
         shared.save("The user's shared notes mention anything goes Fridays", kind="fact")

@@ -24,6 +24,8 @@ from memwarden.prompt_block import MEMORY_TAG, REMINDER_TAG, ParsedBlock, parse_
 from memwarden.records import iso
 from memwarden.service import MemoryService
 
+pytestmark = pytest.mark.engines  # issue 14: the store tests run on SQLite and PostgreSQL
+
 ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
 
@@ -34,8 +36,10 @@ def _memory_block(session: memwarden.Session) -> ParsedBlock:
 
 
 def _count_rows(store: MemoryService) -> int:
+    from memwarden.store.base import View
+
     with store.backend.read() as conn:
-        return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+        return conn.count(View.unscoped())  # through the contract: either engine
 
 
 # --- P1: frozen snapshot ------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@
   f-strings are scanned with their placeholders; docstrings and other bare string statements are documentation
   and are not. Keywords count only in upper case, as every statement of memwarden writes them, so prose and the
   gate's rule text (``(?i)delete … from``) are not SQL. A fixture module proves each rule can fail.
-* The contract (``store/base.py``) names no engine type, and every operation it declares exists on the SQLite
-  engine's classes with the same parameters.
+* The contract (``store/base.py``) names no engine type, and every operation it declares exists on each
+  engine's classes (SQLite, PostgreSQL) with the same parameters.
 * Every read of the contract is shaped by the reader's scope (a ``View``, a ``Scope``, or a tenant and user),
   except the few listed here with the reason each is not a scope leak (S3).
 """
@@ -24,6 +24,7 @@ import pytest
 
 import memwarden
 from memwarden.store import base
+from memwarden.store.postgres import backend as pg
 from memwarden.store.sqlite import Snapshot, SqliteBackend, Tx
 from memwarden.store.sqlite.schema import MEMORY_TABLES
 
@@ -159,8 +160,10 @@ def _operations(proto: type) -> dict[str, inspect.Signature]:
     return out
 
 
-@pytest.mark.parametrize(("proto", "impl"), [(base.Reads, Snapshot), (base.Writes, Tx), (base.Engine, SqliteBackend)])
-def test_the_sqlite_engine_implements_every_operation_of_the_contract(proto: type, impl: type) -> None:
+@pytest.mark.parametrize(("proto", "impl"), [(base.Reads, Snapshot), (base.Writes, Tx), (base.Engine, SqliteBackend),
+                                             (base.Reads, pg.Snapshot), (base.Writes, pg.Tx),
+                                             (base.Engine, pg.PostgresBackend)])
+def test_each_engine_implements_every_operation_of_the_contract(proto: type, impl: type) -> None:
     ops = _operations(proto)
     assert ops and (proto is not base.Writes or set(_operations(base.Reads)) < set(ops))
     for name, sig in ops.items():

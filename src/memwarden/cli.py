@@ -297,10 +297,10 @@ class State:
         still serves nothing and takes no other write (I5)."""
         if self._service is None:
             import memwarden
-            from memwarden.store import resolve_url
+            from memwarden.store import file_of
 
-            path = resolve_url(self.url)
-            existed = path.exists()
+            path = file_of(self.url)  # None: a server database (created by `memwarden migrate`)
+            existed = path is None or path.exists()
             self._service = memwarden.open(self.url, refuse_rollback=not inspect)
             if not existed:  # a mistyped --db must not pass unnoticed
                 typer.echo(f"note: created a new, empty store at {printable(str(path))}", err=True)
@@ -437,7 +437,8 @@ def root(
             "--url",
             envvar="MEMWARDEN_URL",
             show_default=False,
-            help="SQLite database: a file path or sqlite:///path.db. Default: $MEMWARDEN_URL, else "
+            help="Database: a SQLite file path or sqlite:///path.db, or a PostgreSQL URL "
+            "(postgresql://app-role@host/db, after `memwarden migrate`). Default: $MEMWARDEN_URL, else "
             "memwarden.db in your user data directory (created on first use).",
         ),
     ] = None,
@@ -1358,6 +1359,35 @@ def import_(
 
 
 @app.command()
+def migrate(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """PostgreSQL: create or upgrade the schema, the two roles memwarden serves through and their row-level
+    security policies. Run it with the database owner's URL (--db postgresql://owner@host/db); it prints the
+    application URL to serve with. (A SQLite store migrates itself when it is opened.)"""
+    from memwarden.store import is_postgres
+
+    url = _state(ctx).url
+    if not is_postgres(url):
+        raise CliError("migrate is for PostgreSQL: pass the owner's URL with --db postgresql://owner@host/db "
+                       "(a SQLite store migrates itself when it is opened)")
+    from memwarden.store.postgres.migrate import migrate as run_migrate
+
+    done = run_migrate(str(url))
+    if as_json:
+        _echo_json({"version_before": done.version_before, "version": done.version, "applied": done.applied,
+                    "app_role": done.app_role, "operator_role": done.operator_role, "app_url": done.app_url,
+                    "operator_url": done.operator_url, "created_roles": done.created_roles})
+        return
+    applied = ", ".join(map(str, done.applied)) or "none (already current)"
+    typer.echo(f"schema version {done.version} (migrations applied: {applied})")
+    typer.echo(f"application role {done.app_role}, operator role {done.operator_role}"
+               + (f" (created: {', '.join(done.created_roles)})" if done.created_roles else ""))
+    typer.echo(f"serve with: memwarden serve --db '{done.app_url}'")
+    typer.echo(f"operator maintenance (gc, doctor): --db '{done.operator_url}'")
+    if not done.created_roles:
+        typer.echo("the roles existed already: their passwords are unchanged", err=True)
+
+
+@app.command()
 def gc(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Purge expired memories from every table (they were already invisible to every read)."""
     removed = _state(ctx).service().gc(actor=OPERATOR_ACTOR)
@@ -1390,7 +1420,8 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     elif not findings:
         _console().print(
             Text(
-                f"✓ no problems found in {printable(service.location)}: SQLite integrity, no "
+                f"✓ no problems found in {printable(service.location)}: "
+                f"{'SQLite integrity, ' if getattr(service.backend, 'path', None) is not None else ''}no "
                 "zombie rows, every signature valid, audit chain intact and at its anchor",
                 style="green",
             )

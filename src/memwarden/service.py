@@ -50,7 +50,7 @@ from memwarden.records import (
 from memwarden.scope import Scope
 from memwarden.settings import Settings
 from memwarden.signing import Signer
-from memwarden.store import open_backend, resolve_url
+from memwarden.store import file_of, open_backend
 from memwarden.store.base import ACTIVE, ORDER_KEYS, Engine, Order, Reads, RecordRow, View
 from memwarden.store.base import Writes as Tx
 from memwarden.store.rows import COLUMNS, UPDATED_AT, decode_row, decode_row_why, row_to_record
@@ -278,7 +278,9 @@ class MemoryService:
 
     @property
     def path(self) -> Path:
-        """The database file of an embedded store (``location`` as a path)."""
+        """The database file of an embedded store (``location`` as a path; a PostgreSQL store has no file)."""
+        if getattr(self.backend, "path", None) is None:
+            raise AttributeError(f"{self.backend.location} is a server database: it has no file")
         return Path(self.backend.location)
 
     def close(self) -> None:
@@ -1367,8 +1369,11 @@ def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | 
     A store behind the anchor kept beside the key (an older copy of the file put back, a truncated audit log)
     raises :class:`RollbackDetected` (I5). ``refuse_rollback=False`` (``doctor``, ``audit verify``,
     ``audit accept-restore``) opens it anyway with ``rollback`` set: it serves nothing and takes no write."""
-    existed = resolve_url(url).exists()  # an existing store was signed with a key: never mint a new one for it
-    backend = open_backend(url, durability)
+    path = file_of(url)  # None: a server database (PostgreSQL)
+    existed = path.exists() if path is not None else None  # an existing store was signed with a key: never mint
+    backend = open_backend(url, durability)  # a new one for it
+    if existed is None:
+        existed = not backend.created
     try:
         return MemoryService(backend, load_key(key, create=not existed), policy, gate,
                              anchor_directory=anchor_dir(key is not None), refuse_rollback=refuse_rollback)
