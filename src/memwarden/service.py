@@ -34,7 +34,7 @@ from memwarden.events import Event, EventBus
 from memwarden.gate import REJECT, REVIEW, Candidate, Gate, Verdict
 from memwarden.ids import new_id
 from memwarden.keys import fingerprint, load_key
-from memwarden.policy import Policy
+from memwarden.policy import MAX_RETENTION_DAYS, Policy
 from memwarden.records import (
     Kind,
     Provenance,
@@ -51,7 +51,7 @@ from memwarden.scope import Scope
 from memwarden.settings import Settings
 from memwarden.signing import Signer
 from memwarden.store import file_of, open_backend
-from memwarden.store.base import ACTIVE, ORDER_KEYS, Engine, Order, Reads, RecordRow, View
+from memwarden.store.base import ACTIVE, ITEM_KEY, ORDER_KEYS, Engine, Order, Reads, RecordRow, View
 from memwarden.store.base import Writes as Tx
 from memwarden.store.rows import COLUMNS, UPDATED_AT, decode_row, decode_row_why, row_to_record
 from memwarden.timevalues import HOUR_MS, NEVER_EXPIRES, check_due
@@ -70,7 +70,7 @@ _SOURCE_TYPES = frozenset(s.value for s in SourceType)
 RESTORE_HINT = ("If this copy was put back on purpose, an operator accepts it with `memwarden audit accept-restore "
                 "--reason \"…\"` (audited); otherwise put the newest copy of the database back")
 _BULK_ARGS = frozenset({"kind", "confidence", "sensitivity", "ttl_days", "due_at", "metadata", "derived_from",
-                        "restore", "hold"})
+                        "restore", "hold", "ttl_minutes"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +133,18 @@ class _Spec:
     derived_versions: Mapping[str, int] | None = None
     restore: Record | None = None
     hold: str | None = None
+    ttl_minutes: int | None = None  # a retention shorter than the kind's, in minutes (key-value integrations)
+
+    @property
+    def new_expiry(self) -> bool:
+        """Does this write set the expiry (an update without either keeps the record's)?"""
+        return self.ttl_days is not None or self.ttl_minutes is not None
 
     def expires_at(self, now: int) -> int:
-        """A new expiry from ``now``: ``days`` later, or never (``NEVER_EXPIRES``) for a kept record (R3)."""
+        """A new expiry from ``now``: ``ttl_minutes`` or ``days`` later, or never (``NEVER_EXPIRES``) for a kept
+        record (R3)."""
+        if self.ttl_minutes is not None:
+            return now + self.ttl_minutes * 60_000
         return NEVER_EXPIRES if self.days is None else now + self.days * DAY_MS
 
 
@@ -364,7 +373,7 @@ class MemoryService:
               expected_version: int | None = None, approval: str | None = None, replaces: str | None = None,
               note: str | None = None, evict_lowest: bool = False,
               derived_versions: Mapping[str, int] | None = None, restore: Record | None = None,
-              hold: str | None = None) -> WriteResult:
+              hold: str | None = None, ttl_minutes: int | None = None) -> WriteResult:
         """gate → taint → sign → store → audit, in one transaction. Saves a new record, or (with ``update_id``
         and ``expected_version``) a new version of an existing one. ``derived_versions`` (consolidation, Q4):
         the version of each ``derived_from`` input as the caller read it; if any differs, nothing is stored.
@@ -377,13 +386,16 @@ class MemoryService:
         store signed it, stored again with its id, version, times, status and provenance — after the gate, the
         taint checks, the capacity check, a fresh signature and an audit event, like any write (see
         :meth:`_restored`). ``hold`` (any caller: it only takes trust away): store the record untrusted and held
-        for review with this reason, whatever the policy (no ``auto_approve_untrusted``)."""
+        for review with this reason, whatever the policy (no ``auto_approve_untrusted``). ``ttl_minutes``
+        instead of ``ttl_days``: expire that many minutes from now (1 minute up to the kind's retention; key-value
+        stores with TTLs in minutes)."""
         events: list[Event] = []
         work = self._write_work(ctx, content, events, kind=kind, confidence=confidence, sensitivity=sensitivity,
                                 ttl_days=ttl_days, due_at=due_at, metadata=metadata, derived_from=derived_from,
                                 update_id=update_id, expected_version=expected_version, approval=approval,
                                 replaces=replaces, note=note, evict_lowest=evict_lowest,
-                                derived_versions=derived_versions, restore=restore, hold=hold)
+                                derived_versions=derived_versions, restore=restore, hold=hold,
+                                ttl_minutes=ttl_minutes)
         try:
             result = self._transact(work)
         except CapacityError as exc:
@@ -440,7 +452,8 @@ class MemoryService:
                     update_id: str | None = None, expected_version: int | None = None, approval: str | None = None,
                     replaces: str | None = None, note: str | None = None, evict_lowest: bool = False,
                     derived_versions: Mapping[str, int] | None = None,
-                    restore: Record | None = None, hold: str | None = None) -> Callable[[Tx], WriteResult]:
+                    restore: Record | None = None, hold: str | None = None,
+                    ttl_minutes: int | None = None) -> Callable[[Tx], WriteResult]:
         """Validate one write and return its transaction work (gate → taint → sign → store → audit)."""
         if ctx.source_type not in _SOURCE_TYPES:
             raise InvalidInput(f"unknown source type {ctx.source_type!r}")
@@ -469,12 +482,14 @@ class MemoryService:
         # R3: days to keep it, or None (kept until deleted) where the kind's policy lets this source ask for it
         days = self.policy.retention(kind if isinstance(kind, str) and kind in Kind.__members__.values()
                                      else Kind.FACT, ttl_days, ctx.source_type)
+        if ttl_minutes is not None:
+            ttl_minutes = self._check_ttl_minutes(kind, ttl_minutes, ttl_days, days)
         spec = _Spec(days=days, sens=sens, confidence=confidence, sensitivity=sensitivity, ttl_days=ttl_days,
                      due_at=due_at, metadata=metadata, derived_from=tuple(derived_from), update_id=update_id,
                      expected_version=expected_version, approval=approval, replaces=replaces,
                      note=note if isinstance(note, str) and note.strip() else None, evict_lowest=evict_lowest,
                      derived_versions=derived_versions, restore=restore,
-                     hold=hold if isinstance(hold, str) and hold.strip() else None)
+                     hold=hold if isinstance(hold, str) and hold.strip() else None, ttl_minutes=ttl_minutes)
         # An update without a confidence keeps the current one.
         # A restore is judged as the record was when it was saved: by the (verified) source it came from.
         source = (restore.provenance.source_type if restore is not None
@@ -500,7 +515,8 @@ class MemoryService:
                 present = self._restore_present(tx, restore, verdict)
                 if present is not None:
                     return present
-            elif update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED:
+            elif (update_id is None and not derived_from and verdict.verdict != REVIEW and ctx.trust == Trust.TRUSTED
+                  and not _keyed(metadata)):  # a keyed item's key is its identity: never merged into another
                 dup = self._near_duplicate(tx, ctx, candidate, verdict, sens, events)  # Q3 (text only)
                 if dup is not None:
                     return dup
@@ -513,6 +529,16 @@ class MemoryService:
                                "promoted" if approval else "saved", record)
 
         return work
+
+    @staticmethod
+    def _check_ttl_minutes(kind: Any, ttl_minutes: Any, ttl_days: Any, days: int | None) -> int:
+        """R3: a retention in minutes is a whole number from 1 up to what the kind keeps (it may only shorten)."""
+        if ttl_days is not None:
+            raise InvalidInput("give ttl_days or ttl_minutes, not both")
+        most = (MAX_RETENTION_DAYS if days is None else days) * 1440
+        if isinstance(ttl_minutes, bool) or not isinstance(ttl_minutes, int) or not 1 <= ttl_minutes <= most:
+            raise InvalidInput(f"ttl_minutes must be a whole number from 1 to {most} (the {kind} retention)")
+        return ttl_minutes
 
     def _check_rejections(self, ctx: Context) -> None:
         """Resource bound: a session whose writes the gate rejected ``max_rejections_per_session`` times may not
@@ -644,7 +670,7 @@ class MemoryService:
                 metadata=metadata if metadata is not None else old.metadata,
                 confidence=old.confidence if spec.confidence is UNSET else float(spec.confidence),
                 sensitivity=spec.sens if spec.sensitivity is not None else old.sensitivity, updated_at=now,
-                expires_at=old.expires_at if spec.ttl_days is None else spec.expires_at(now),
+                expires_at=spec.expires_at(now) if spec.new_expiry else old.expires_at,
                 due_at=spec.due_at if spec.due_at is not None else old.due_at, status=status, provenance=prov,
             )
         # 3. sign (I1). The record was built here and is not shared yet: set its signature in place rather than
@@ -1198,22 +1224,37 @@ class MemoryService:
                                 "operator approves it; ask an operator to review it")
         return rec
 
-    def list_records(self, ctx: Context, kind: str | None = None, limit: int = 100) -> list[Record]:
+    def list_records(self, ctx: Context, kind: str | None = None, limit: int = 100, *,
+                     item_key: str | None = None, item_prefix: str | None = None) -> list[Record]:
         """The newest visible records of the scope. One index-ordered query per kind, merged: ordering the
-        whole scope by time in one query would sort every row of a large scope."""
+        whole scope by time in one query would sort every row of a large scope. ``item_key`` / ``item_prefix``
+        (keyed items, :mod:`memwarden.items`): only the records with that key, or whose namespace starts so —
+        both in the SQL, like the scope."""
         self._require_session(ctx)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.policy.max_list:
             raise InvalidInput(f"limit must be a whole number from 1 to {self.policy.max_list}")
         if kind is not None and kind not in Kind.__members__.values():
             raise InvalidInput(f"unknown kind {str(kind)[:40]!r}")
+        for name, value in (("item_key", item_key), ("item_prefix", item_prefix)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"{name} must be text")
         now = now_ms()
         kinds = [kind] if kind is not None else [k.value for k in Kind]
+        items = {"item_key": item_key, "item_prefix": item_prefix or None}
         with self.backend.read() as db:
-            rows = [row for k in kinds for row in db.records(self._visible(ctx, now, kind=k), Order.NEWEST, limit)]
+            rows = [row for k in kinds
+                    for row in db.records(self._visible(ctx, now, kind=k, **items), Order.NEWEST, limit)]
             rows.sort(key=_newest_first, reverse=True)
             good, bad = self._check(db, rows[:limit])
         self._integrity_events(ctx, bad)
         return good
+
+    def item_namespaces(self, ctx: Context, prefix: str | None = None, limit: int = 1000) -> list[str]:
+        """The namespaces (``ITEM_NS`` texts) of the keyed items this session may see — scope, status, expiry
+        and clearance in the SQL — that start with ``prefix``; sorted, at most ``limit``."""
+        self._require_session(ctx)
+        with self.backend.read() as db:
+            return db.item_namespaces(self._visible(ctx, item_prefix=prefix or None), limit)
 
     def block_records(self, ctx: Context) -> tuple[list[Record], int]:
         """P3: the newest entries of the block kinds in priority order, and how many such entries exist.
@@ -1350,6 +1391,11 @@ def _operator_view(tenant: str, user: str, agent: Any, include_held: bool, kind:
         scope = Scope(tenant, user)
         return View(scope.tenant, scope.user, **filters)
     return View.of(Scope(tenant, user, agent), **filters)
+
+
+def _keyed(metadata: Any) -> bool:
+    """A keyed item (:mod:`memwarden.items`): its signed metadata names a key."""
+    return isinstance(metadata, dict) and isinstance(metadata.get(ITEM_KEY), str)
 
 
 def _newest_first(row: Sequence[object]) -> tuple[int, str]:

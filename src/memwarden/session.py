@@ -174,21 +174,23 @@ class Session:
 
     def save(self, content: str, kind: str = Kind.FACT, *, source: str | None = None, confidence: float = 1.0,
              sensitivity: str | None = None, ttl_days: int | str | None = None, due: Any = None,
-             metadata: dict[str, Any] | None = None) -> WriteResult:
+             metadata: dict[str, Any] | None = None, ttl_minutes: int | None = None) -> WriteResult:
         """Save a memory through the write gate. ``source`` says who said it (``user``, ``model``, ``tool``,
         ``import``, ``operator``; default: the session's, ``model``): the gate is sized to it and to ``kind``
         (G8), and it is kept in the record's provenance (R2). The agent's own tools always write ``model``.
         ``ttl_days``: 1..365 days (default: the kind's policy), or ``"keep"`` (until deleted) where the kind's
-        ``KindLimits.keep_sources`` names ``source`` (by default only ``operator``; R3)."""
+        ``KindLimits.keep_sources`` names ``source`` (by default only ``operator``; R3); or ``ttl_minutes``, a
+        shorter retention in minutes."""
         self._live()
         return self.service.write(self.repeating(self._said_by(source), content), content, kind=kind,
                                   confidence=confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
-                                  metadata=metadata)
+                                  metadata=metadata, ttl_minutes=ttl_minutes)
 
     def update(self, memory_id: str, content: str, *, expected_version: int, source: str | None = None,
                confidence: float | None = None, sensitivity: str | None = None, ttl_days: int | str | None = None,
-               due: Any = None, metadata: dict[str, Any] | None = None) -> WriteResult:
+               due: Any = None, metadata: dict[str, Any] | None = None,
+               ttl_minutes: int | None = None) -> WriteResult:
         """Write a new version of a memory in this scope; refused if it is no longer at ``expected_version``.
         Confidence, sensitivity, retention and metadata stay as they were unless given."""
         self._live()
@@ -197,7 +199,8 @@ class Session:
         return self.service.write(self.repeating(ctx, content), content, kind=current.kind,
                                   confidence=UNSET if confidence is None else confidence,
                                   sensitivity=sensitivity, ttl_days=ttl_days, due_at=parse_due(due),
-                                  metadata=metadata, update_id=memory_id, expected_version=expected_version)
+                                  metadata=metadata, update_id=memory_id, expected_version=expected_version,
+                                  ttl_minutes=ttl_minutes)
 
     def record_turns(self, messages: Iterable[Any], *, ttl_days: int | str | None = None,
                      sensitivity: str | None = None) -> list[RecordedTurn]:
@@ -277,20 +280,30 @@ class Session:
     @overload
     def view(self, memory_id: str) -> Record: ...
     @overload
-    def view(self, memory_id: None = None, *, kind: str | None = None, limit: int = 100) -> list[Record]: ...
+    def view(self, memory_id: None = None, *, kind: str | None = None, limit: int = 100,
+             item_key: str | None = None, item_prefix: str | None = None) -> list[Record]: ...
 
-    def view(self, memory_id: str | None = None, *, kind: str | None = None,
-             limit: int = 100) -> Record | list[Record]:
+    def view(self, memory_id: str | None = None, *, kind: str | None = None, limit: int = 100,
+             item_key: str | None = None, item_prefix: str | None = None) -> Record | list[Record]:
+        """One memory by id, or the newest visible ones (of ``kind``; keyed items, :mod:`memwarden.items`: with
+        the key ``item_key``, or in namespaces starting ``item_prefix``). Every read is logged (A2) and what an
+        untrusted memory brings into the session counts as ingest (T7)."""
         self._live()
         if memory_id is not None:
             rec = self.service.get(self.context, memory_id)
             self.service.log_reads(self.context, "read", [rec], {"via": "view"})
             self._recalled([rec], "view")
             return rec
-        found = self.service.list_records(self.context, kind=kind, limit=limit)
+        found = self.service.list_records(self.context, kind=kind, limit=limit, item_key=item_key,
+                                          item_prefix=item_prefix)
         self.service.log_reads(self.context, "read", found, {"via": "list"})
         self._recalled(found, "list")
         return found
+
+    def item_namespaces(self, prefix: str | None = None, limit: int = 1000) -> list[str]:
+        """The namespaces of the keyed items this session may see (:mod:`memwarden.items`)."""
+        self._live()
+        return self.service.item_namespaces(self.context, prefix, limit)
 
     # --- T4 / T5 ------------------------------------------------------------------------------------------------
 

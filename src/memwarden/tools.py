@@ -130,19 +130,20 @@ def _schema(model: type[_Args]) -> dict[str, Any]:
     return schema
 
 
-def _description(model: type[_Args]) -> str:
+def description(model: type[BaseModel]) -> str:
+    """A tool's description: its argument model's docstring on one line."""
     return " ".join((model.__doc__ or "").split())
 
 
 def openai_tools() -> list[dict[str, Any]]:
     """Schemas in the OpenAI function-calling format (``tools=[...]``)."""
-    return [{"type": "function", "function": {"name": n, "description": _description(m),
+    return [{"type": "function", "function": {"name": n, "description": description(m),
                                               "parameters": _parameters(m)}} for n, m in TOOLS.items()]
 
 
 def anthropic_tools() -> list[dict[str, Any]]:
     """Schemas in the Anthropic tool-use format (``tools=[...]``)."""
-    return [{"name": n, "description": _description(m), "input_schema": _parameters(m)}
+    return [{"name": n, "description": description(m), "input_schema": _parameters(m)}
             for n, m in TOOLS.items()]
 
 

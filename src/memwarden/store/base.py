@@ -70,6 +70,11 @@ AuditHead = tuple[int, str]  # (seq, hash) of the newest audit row; (0, GENESIS)
 INDEX_REBUILT = -1  # the row key of an index change that rebuilt the whole index
 
 ACTIVE, REVIEW = "active", "review"  # the record statuses a View can ask for
+# Keyed items (memwarden.items; the LangGraph store and other key-value integrations): a record's signed metadata
+# names its namespace (ITEM_NS: the compact JSON text of the namespace's labels, without the closing bracket, so a
+# namespace prefix is a text prefix) and its key (ITEM_KEY: the namespace text and the key, as one string). Engines
+# index ITEM_KEY within the scope, so a lookup by key is one index probe.
+ITEM_NS, ITEM_KEY = "mw_item_ns", "mw_item_key"
 
 
 class NotCommitted(Exception):
@@ -114,6 +119,8 @@ class _ViewFields(NamedTuple):
     due: tuple[int, int] | None = None  # due_at within [lo, hi]
     vouched: bool = False  # trusted, or approved by an operator (T5: procedures trigger matching may use)
     unfolded_at: int | None = None  # not represented by a consolidation record active and live then (Q4)
+    item_key: str | None = None  # a keyed item's key (metadata ITEM_KEY), exactly: integrations' lookup by key
+    item_prefix: str | None = None  # keyed items whose namespace (metadata ITEM_NS) starts with this text
 
 
 class View(_ViewFields):
@@ -131,7 +138,8 @@ class View(_ViewFields):
     def __new__(cls, tenant: str | None, user: str | None = None, agents: tuple[str, ...] | None = None,
                 clearance: int | None = None, status: str | None = None, live_at: int | None = None,
                 expired_at: int | None = None, kind: str | None = None, ids: tuple[str, ...] | None = None,
-                due: tuple[int, int] | None = None, vouched: bool = False, unfolded_at: int | None = None) -> View:
+                due: tuple[int, int] | None = None, vouched: bool = False, unfolded_at: int | None = None,
+                item_key: str | None = None, item_prefix: str | None = None) -> View:
         if (user is not None and tenant is None) or (agents is not None and user is None):
             raise ValueError("a View narrows tenant → user → agents: name the levels above")
         if status not in (None, ACTIVE, REVIEW):
@@ -139,7 +147,7 @@ class View(_ViewFields):
         if (agents is not None and not agents) or (ids is not None and not ids):
             raise ValueError("an empty agents or ids filter matches nothing: do not read at all")
         return tuple.__new__(cls, (tenant, user, agents, clearance, status, live_at, expired_at, kind, ids, due,
-                                   vouched, unfolded_at))
+                                   vouched, unfolded_at, item_key, item_prefix))
 
     @classmethod
     def of(cls, scope: Scope, *, shared: bool = False, **filters: Any) -> View:
@@ -166,6 +174,10 @@ class RecordReads(Protocol):
 
     def agents(self, view: View) -> list[str]:
         """The distinct agent keys of the rows ``view`` lets through, sorted."""
+        ...
+
+    def item_namespaces(self, view: View, limit: int) -> list[str]:
+        """The distinct ``ITEM_NS`` texts of the keyed rows ``view`` lets through, sorted, at most ``limit``."""
         ...
 
     def users(self, view: View, after: str, limit: int) -> list[str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.store.base import INDEX_REBUILT, ORDER_KEYS, RECORD_COLUMNS, Order, RecordRow, View
 from memwarden.store.postgres.views import (
+    ITEM_NS_SQL,
     ORDER_SQL,
     SELECT_COLS,
     after_key,
@@ -108,6 +109,18 @@ def agents(db: Handle, view: View) -> list[str]:
         out.update(str(x[0]) for x in db.execute(f"SELECT DISTINCT m.agent FROM memories m WHERE {w}",
                                                  params).fetchall())
     return sorted(out)
+
+
+def item_namespaces(db: Handle, view: View, limit: int) -> list[str]:
+    out: set[str] = set()
+    ns = ITEM_NS_SQL.format(a="m")
+    for v, r in _each_tenant(db, view):
+        w, params = where(v)
+        db.use(r)
+        out.update(str(x[0]) for x in db.execute(
+            f'SELECT DISTINCT {ns} COLLATE "C" AS ns FROM memories m WHERE {w} AND {ns} IS NOT NULL'
+            " ORDER BY ns LIMIT %s", (*params, limit)).fetchall())
+    return sorted(out)[:limit]
 
 
 def users(db: Handle, view: View, after: str, limit: int) -> list[str]:

@@ -27,7 +27,7 @@ the scope columns (the GIN index too, through ``btree_gin``).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1  # the newest migration this code has
+SCHEMA_VERSION = 2  # the newest migration this code has (2: memories_item, keyed items)
 SCOPED = ("memories", "memory_history", "memory_links", "memory_terms", "memory_dupkeys", "memory_vectors",
           "scope_usage", "host_reports")  # scope columns: tenant, user_id, agent (NOT NULL)
 AUDITED = ("audit",)  # scope columns may be NULL (system events)
@@ -173,7 +173,14 @@ _V1 = [
     $$""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+# Migration 2: keyed items (store/base.py ITEM_KEY; memwarden.items): a lookup by key within a scope is one probe.
+# The key is in the record's signed metadata; the index is derived from it and goes with the row (D3).
+_V2 = [
+    "CREATE INDEX memories_item ON memories (tenant, user_id, agent, memwarden_json_get(metadata, 'mw_item_key'))"
+    " WHERE memwarden_json_get(metadata, 'mw_item_key') IS NOT NULL",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]
 
 # Tables that hold a memory's content (or rows keyed by it) and must be empty of it after delete (D3).
 MEMORY_TABLES: dict[str, str] = {

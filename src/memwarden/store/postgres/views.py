@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
-from memwarden.store.base import ACTIVE, ORDER_KEYS, RECORD_COLUMNS, REVIEW, Order, View
+from memwarden.store.base import ACTIVE, ITEM_KEY, ITEM_NS, ORDER_KEYS, RECORD_COLUMNS, REVIEW, Order, View
 
 SELECT_COLS = ", ".join(f"m.{c}" for c in RECORD_COLUMNS)
 
@@ -82,6 +82,11 @@ def after_key(order: Order, key: tuple[object, ...]) -> tuple[str, list[object]]
     return f"({', '.join('m.' + c for c in cols)}) {op} ({marks(len(cols))})", list(key)
 
 
+# Keyed items (base.ITEM_KEY / ITEM_NS), read from the record's metadata text
+ITEM_KEY_SQL = "memwarden_json_get({a}.metadata, '" + ITEM_KEY + "')"
+ITEM_NS_SQL = "memwarden_json_get({a}.metadata, '" + ITEM_NS + "')"
+
+
 def marks(n: int) -> str:
     return ",".join(["%s"] * n)
 
@@ -131,6 +136,13 @@ def _compiled(view: View, alias: str) -> tuple[str, tuple[object, ...]]:
     if view.unfolded_at is not None:
         parts.append(_UNFOLDED.format(a=a))
         params.append(view.unfolded_at)
+    if view.item_key is not None:  # the expression of the index memories_item (schema.py, migration 2)
+        parts.append(f"{ITEM_KEY_SQL.format(a=a)} = %s")
+        params.append(view.item_key)
+    if view.item_prefix is not None:  # a text prefix as a byte-order range: [prefix, prefix + U+10FFFF)
+        ns = ITEM_NS_SQL.format(a=a)
+        parts.append(f'{ns} COLLATE "C" >= %s AND {ns} COLLATE "C" < %s')
+        params += [view.item_prefix, view.item_prefix + "\U0010ffff"]
     return " AND ".join(parts) or "true", tuple(params)
 
 

@@ -462,6 +462,7 @@ class _Reads:
     count = _records.count
     agents = _records.agents
     users = _records.users
+    item_namespaces = _records.item_namespaces
     history = _records.history
     usage = _records.usage
     repeats = _records.repeats

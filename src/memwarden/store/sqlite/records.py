@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memwarden.store.base import INDEX_REBUILT, RECORD_COLUMNS, Order, RecordRow, View
 from memwarden.store.rows import record_to_row
-from memwarden.store.sqlite.views import ORDER_SQL, SELECT_COLS, after_key, marks, where
+from memwarden.store.sqlite.views import ITEM_NS_SQL, ORDER_SQL, SELECT_COLS, after_key, marks, where
 
 if TYPE_CHECKING:
     from memwarden.records import Record
@@ -57,6 +57,13 @@ def agents(db: Handle, view: View) -> list[str]:
     w, params = where(view)
     return [str(r[0]) for r in db.execute(f"SELECT DISTINCT m.agent FROM memories m WHERE {w} ORDER BY m.agent",
                                           params).fetchall()]
+
+
+def item_namespaces(db: Handle, view: View, limit: int) -> list[str]:
+    w, params = where(view)
+    return [str(r[0]) for r in db.execute(f"SELECT DISTINCT {ITEM_NS_SQL.format(a='m')} AS ns FROM memories m"
+                                          f" WHERE {w} AND ns IS NOT NULL ORDER BY ns LIMIT ?",
+                                          (*params, limit)).fetchall()]
 
 
 def users(db: Handle, view: View, after: str, limit: int) -> list[str]:

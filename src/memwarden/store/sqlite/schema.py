@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memwarden.store.sqlite.backend import Tx
 
-SCHEMA_VERSION = 5  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log.
+SCHEMA_VERSION = 6  # 2: scope-tagged, stemmed FTS terms (issue 5); memory_vectors. 3: memory_dupkeys. 4: index_log.
 # 5: tokens.host_reports_ingest and tokens.expires_at (issue 13; added to older tables by add_columns
-# below), host_reports
+# below), host_reports. 6: memories_item (keyed items; an index, created at open on older stores)
 
 _RECORD_COLUMNS = """
     tenant        TEXT    NOT NULL,
@@ -61,6 +61,12 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_scope
     ON memories (tenant, user_id, agent, kind, status, updated_at, id);
 CREATE INDEX IF NOT EXISTS memories_due ON memories (tenant, user_id, agent, due_at) WHERE due_at IS NOT NULL;
+-- Keyed items (store/base.py ITEM_KEY; memwarden.items): a lookup by key within a scope is one probe. The key is
+-- in the record's signed metadata; this index is derived from it and goes with the row (D3).
+-- json_valid first: metadata written around the API may not parse, and must neither fail that write nor a read.
+CREATE INDEX IF NOT EXISTS memories_item ON memories (tenant, user_id, agent,
+    (CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.mw_item_key') END))
+    WHERE (CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.mw_item_key') END) IS NOT NULL;
 
 -- Earlier versions of updated records (R1: update keeps history). Deleted with the record (D3).
 CREATE TABLE IF NOT EXISTS memory_history (

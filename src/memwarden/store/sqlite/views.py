@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from memwarden.store.base import ACTIVE, ORDER_KEYS, RECORD_COLUMNS, REVIEW, Order, View
+from memwarden.store.base import ACTIVE, ITEM_KEY, ITEM_NS, ORDER_KEYS, RECORD_COLUMNS, REVIEW, Order, View
 
 SELECT_COLS = ", ".join(f"m.{c}" for c in RECORD_COLUMNS)
 
@@ -19,6 +19,10 @@ ORDER_SQL = {
     Order.OPERATOR: " ORDER BY m.agent, m.kind, m.created_at, m.id",
     Order.ID: " ORDER BY m.id",
 }
+# Keyed items (base.ITEM_KEY / ITEM_NS): the same expressions as the index memories_item (schema.py), so a lookup
+# by key is an index probe; json_valid first, so a row whose metadata does not parse matches nothing, never raises
+ITEM_KEY_SQL = "(CASE WHEN json_valid({a}.metadata) THEN json_extract({a}.metadata, '$." + ITEM_KEY + "') END)"
+ITEM_NS_SQL = "(CASE WHEN json_valid({a}.metadata) THEN json_extract({a}.metadata, '$." + ITEM_NS + "') END)"
 _STATUS = {ACTIVE: "'active'", REVIEW: "'review'"}
 # Q4: records folded into an active, live consolidation record are represented by it
 _UNFOLDED = ("NOT EXISTS (SELECT 1 FROM memory_links l JOIN memories d ON d.id = l.derived_id"
@@ -86,6 +90,12 @@ def _compiled(view: View, alias: str) -> tuple[str, tuple[object, ...]]:
     if view.unfolded_at is not None:
         parts.append(_UNFOLDED.format(a=a))
         params.append(view.unfolded_at)
+    if view.item_key is not None:
+        parts.append(f"{ITEM_KEY_SQL.format(a=a)} = ?")
+        params.append(view.item_key)
+    if view.item_prefix is not None:  # a text prefix as a range: [prefix, prefix + U+10FFFF)
+        parts.append(f"{ITEM_NS_SQL.format(a=a)} >= ? AND {ITEM_NS_SQL.format(a=a)} < ?")
+        params += [view.item_prefix, view.item_prefix + "\U0010ffff"]
     return " AND ".join(parts) or "1", tuple(params)
 
 
