@@ -19,6 +19,7 @@ import asyncio
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, overload
@@ -83,6 +84,29 @@ class AsyncStore:
         await self.aclose()
 
 
+_SHARED: weakref.WeakKeyDictionary[MemoryService, AsyncStore] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def async_store(service: MemoryService) -> AsyncStore:
+    """The one :class:`AsyncStore` of an already open sync store (made on first use, with
+    :data:`DEFAULT_WORKERS` threads; the integrations use it when given a sync :class:`Session`)."""
+    with _SHARED_LOCK:
+        found = _SHARED.get(service)
+        if found is None or found.closed:
+            found = _SHARED[service] = AsyncStore(service)
+        return found
+
+
+def as_async(session: Session | AsyncSession) -> AsyncSession:
+    """``session`` as an :class:`AsyncSession` (a sync one runs on its store's :func:`async_store` pool)."""
+    if isinstance(session, AsyncSession):
+        return session
+    if not isinstance(session, Session):
+        raise TypeError("expected a memwarden Session or AsyncSession (from store.session(scope))")
+    return AsyncSession(async_store(session.service), session)
+
+
 async def open_async(url: str | os.PathLike[str] | None = None, *, max_workers: int = DEFAULT_WORKERS,
                      **kwargs: Any) -> AsyncStore:
     """``memwarden.open`` for asyncio: opens the store on its own pool (the file, key and anchor checks block)
@@ -101,6 +125,8 @@ class AsyncSession:
     session itself (for code already running on the store's pool)."""
 
     def __init__(self, store: AsyncStore, session: Session) -> None:
+        if session.service is not store.service:
+            raise ValueError("the session belongs to another store")
         self.store = store
         self.session = session
         self._order = asyncio.Lock()  # FIFO: calls of this session run in the order they were awaited
@@ -140,6 +166,11 @@ class AsyncSession:
 
         async with self._order:
             return await self.store.run(locked)
+
+    async def run(self, fn: Callable[[Session], T], /) -> T:
+        """Run ``fn(session)`` on the store's pool, in this session's order (e.g. several ledger entries in one
+        hop). ``fn`` gets the sync :class:`Session`; what it calls there takes the sync write path as usual."""
+        return await self._call(fn, self.session)
 
     async def record_tool_call(self, name: str, arguments: dict[str, Any] | str | None = None,
                                result_meta: dict[str, Any] | None = None) -> TaintDecision:
