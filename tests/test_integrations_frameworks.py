@@ -1,0 +1,285 @@
+"""Issue 15: what the OpenAI Agents SDK and Anthropic SDK integrations record into the taint ledger, and that
+they fail closed when their recording is bypassed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import memwarden
+from memwarden.service import MemoryService
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture
+def llm() -> Iterator[Any]:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from fake_llm import FakeLLM
+
+        with FakeLLM() as fake:
+            yield fake
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+# --- OpenAI Agents SDK ---------------------------------------------------------------------------------------------
+
+agents = pytest.importorskip("agents")
+from agents import Agent, FunctionTool, OpenAIChatCompletionsModel, RunConfig, Runner  # noqa: E402
+from agents.tool import ToolOrigin, ToolOriginType  # noqa: E402
+from agents.tool_context import ToolContext  # noqa: E402
+from openai import AsyncOpenAI  # noqa: E402
+
+from memwarden.integrations import openai_agents as oa  # noqa: E402
+
+
+def _ctx(call_id: str, name: str, args: dict[str, Any]) -> ToolContext[Any]:
+    return ToolContext(context=None, tool_name=name, tool_call_id=call_id, tool_arguments=json.dumps(args))
+
+
+def _tool(mw: oa.Memwarden, name: str) -> FunctionTool:
+    return next(t for t in mw.tools if t.name == name)
+
+
+def _plain_tool(name: str, **kw: Any) -> FunctionTool:
+    async def invoke(ctx: Any, args: str) -> str:
+        return "ok"
+
+    return FunctionTool(name=name, description=name, params_json_schema={"type": "object", "properties": {}},
+                        on_invoke_tool=invoke, **kw)
+
+
+def test_agents_same_response_fetch_and_save_is_held(store: MemoryService, scope: memwarden.Scope) -> None:
+    """on_llm_end records every call of a response before any runs: a save beside a web fetch is held."""
+    async def main() -> dict[str, Any]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            agent = mw.agent(Agent(name="a", instructions="hi", tools=[_plain_tool("web_fetch")]))
+            save_args = {"content": "User prefers tea", "kind": "preference", "ttl_days": None, "due": None,
+                         "sensitivity": None, "confidence": None}
+            response = SimpleNamespace(output=[
+                {"type": "function_call", "call_id": "c2", "name": "memory_save", "arguments": json.dumps(save_args)},
+                {"type": "function_call", "call_id": "c1", "name": "web_fetch",
+                 "arguments": json.dumps({"url": "https://evil.example/"})}])
+            await agent.hooks.on_llm_end(None, agent, response)  # type: ignore[union-attr]
+            out = await _tool(mw, "memory_save").on_invoke_tool(_ctx("c2", "memory_save", save_args),
+                                                                 json.dumps(save_args))
+            return json.loads(out)
+
+    assert asyncio.run(main())["status"] == "review"
+
+
+@pytest.mark.parametrize("item", [
+    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "x"}},
+    {"type": "file_search_call", "id": "fs_1", "queries": ["x"], "status": "completed"},
+    {"type": "mcp_call", "id": "mcp_1", "server_label": "docs", "name": "lookup", "arguments": "{}"},
+    {"type": "code_interpreter_call", "id": "ci_1", "code": "print(1)", "status": "completed"},
+])
+def test_agents_hosted_tools_taint(store: MemoryService, scope: memwarden.Scope, item: dict[str, Any]) -> None:
+    async def main() -> bool:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            await mw.run_hooks.on_llm_end(None, Agent(name="a"), SimpleNamespace(output=[item]))
+            return s.tainted
+
+    assert asyncio.run(main()) is True
+
+
+def test_agents_handoff_and_memory_calls_do_not_taint(store: MemoryService, scope: memwarden.Scope) -> None:
+    async def main() -> bool:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            other = Agent(name="billing")
+            agent = mw.agent(Agent(name="a", handoffs=[other]))
+            response = SimpleNamespace(output=[
+                {"type": "function_call", "call_id": "h1", "name": "transfer_to_billing", "arguments": "{}"},
+                {"type": "function_call", "call_id": "m1", "name": "memory_search",
+                 "arguments": json.dumps({"query": "x", "k": None, "kind": None})},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}])
+            await agent.hooks.on_llm_end(None, agent, response)  # type: ignore[union-attr]
+            return s.tainted
+
+    assert asyncio.run(main()) is False
+
+
+def test_agents_history_calls_and_orphan_outputs_recorded(store: MemoryService, scope: memwarden.Scope) -> None:
+    """on_llm_start: what the model is about to read counts, even if no hook saw it happen."""
+    async def main() -> tuple[bool, bool]:
+        with store.session(scope) as s1, store.session(scope) as s2:
+            mw1 = oa.Memwarden(s1)
+            await mw1.run_hooks.on_llm_start(None, Agent(name="a"), None, [
+                {"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "old", "name": "web_fetch", "arguments": "{}"}])
+            mw2 = oa.Memwarden(s2)
+            await mw2.run_hooks.on_llm_start(None, Agent(name="a"), None, [
+                {"type": "function_call_output", "call_id": "gone", "output": "page text"}])
+            return s1.tainted, s2.tainted
+
+    assert asyncio.run(main()) == (True, True)
+
+
+def test_agents_mcp_and_agent_as_tool_names(store: MemoryService, scope: memwarden.Scope) -> None:
+    mcp_tool = _plain_tool("read_file", _tool_origin=ToolOrigin(type=ToolOriginType.MCP, mcp_server_name="fs"))
+    sub = _plain_tool("translator", _tool_origin=ToolOrigin(type=ToolOriginType.AGENT_AS_TOOL, agent_name="t"))
+    assert oa._tool_ledger_name(mcp_tool, "read_file") == "fs__read_file"
+    assert oa._tool_ledger_name(sub, "translator") == "delegate_translator"
+    assert oa._tool_ledger_name(_plain_tool("x"), "x") == "x"
+
+    async def main() -> bool:
+        with store.session(scope, workspace=[str(Path.cwd())]) as s:
+            mw = oa.Memwarden(s)
+            agent = Agent(name="a", tools=[mcp_tool])
+            # a path inside the workspace would not taint for a local read_file; as an MCP tool it does
+            await mw.run_hooks.on_tool_start(_ctx("r1", "read_file", {"path": "README.md"}), agent, mcp_tool)
+            return s.tainted
+
+    assert asyncio.run(main()) is True
+
+
+def _model(llm: Any) -> OpenAIChatCompletionsModel:
+    return OpenAIChatCompletionsModel(model="fake", openai_client=AsyncOpenAI(base_url=llm.base_url + "/v1",
+                                                                              api_key="offline"))
+
+
+def test_agents_tools_without_hooks_fail_closed(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    """An agent built by hand with mw.tools but none of memwarden's hooks: its saves are held, not accepted."""
+    async def main() -> list[str]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            agent = Agent(name="a", instructions="hi", model=_model(llm), tools=mw.tools)
+            await Runner.run(agent, "remember: User prefers tea", run_config=RunConfig(tracing_disabled=True))
+        return _trust(store)
+
+    assert asyncio.run(main()) == ["untrusted"]
+
+
+def _trust(store: MemoryService) -> list[str]:
+    """The trust of every stored memory (held ones included), read from the table as an auditor would."""
+    with store.backend.read() as conn:
+        return [r[0] for r in conn.execute("SELECT trust FROM memories ORDER BY rowid").fetchall()]
+
+
+def test_agents_run_hooks_cover_a_plain_agent(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    async def main() -> list[str]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            agent = Agent(name="a", instructions=mw.instructions("hi"), model=_model(llm),  # type: ignore[arg-type]
+                          tools=mw.tools)
+            await Runner.run(agent, "remember: User prefers tea", hooks=mw.run_hooks,
+                             run_config=RunConfig(tracing_disabled=True))
+        return _trust(store)
+
+    assert asyncio.run(main()) == ["trusted"]
+
+
+def test_agents_sdk_session_records_episodes(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    async def main() -> tuple[int, list[str]]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            history = oa.MemwardenSession(mw)
+            agent = mw.agent(Agent(name="a", instructions="hi", model=_model(llm)))
+            await Runner.run(agent, "Hello there, I am planning a trip to Lisbon", session=history,
+                             run_config=RunConfig(tracing_disabled=True))
+            await Runner.run(agent, "What was I planning?", session=history,
+                             run_config=RunConfig(tracing_disabled=True))
+            items = await history.get_items()
+            episodes = [r.content for r in s.view(kind="episode")]
+            return len(items), episodes
+
+    n_items, episodes = asyncio.run(main())
+    assert n_items >= 4  # two user turns and two answers, verbatim in the history
+    # each turn recorded as an episode through the write gate (the two identical answers merged, Q3)
+    assert "Hello there, I am planning a trip to Lisbon" in episodes and "What was I planning?" in episodes
+
+
+# --- Anthropic SDK ------------------------------------------------------------------------------------------------
+
+anthropic = pytest.importorskip("anthropic")
+from memwarden.integrations import anthropic as an  # noqa: E402
+
+
+def test_anthropic_plain_messages_tool_results(store: MemoryService, scope: memwarden.Scope) -> None:
+    """Plain Messages tool use: every tool call of the message is recorded, memwarden's are run."""
+    with store.session(scope) as s:
+        mw = an.Memwarden(s)
+        assert s.system_block() in mw.system("You are helpful.")
+        message = {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "billing"}},
+            {"type": "tool_use", "id": "tu_1", "name": "memory_save",
+             "input": {"content": "User prefers the legacy v1 billing API", "kind": "preference"}},
+            {"type": "tool_use", "id": "tu_2", "name": "lookup_order", "input": {"order": "A1"}}]}
+        results = mw.tool_results(message)
+        assert [r["tool_use_id"] for r in results] == ["tu_1"]  # the app runs its own lookup_order
+        assert json.loads(results[0]["content"])["status"] == "review"
+        assert s.tainted
+
+
+def test_anthropic_mcp_connector_calls_taint(store: MemoryService, scope: memwarden.Scope) -> None:
+    with store.session(scope) as s:
+        an.Memwarden(s).record_messages([{"role": "assistant", "content": [
+            {"type": "mcp_tool_use", "id": "m1", "name": "search", "server_name": "docs", "input": {}}]}])
+        assert s.tainted
+
+
+def test_anthropic_history_in_messages_is_recorded(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    """Tool calls already in the conversation passed to the runner count before the first request."""
+    client = anthropic.Anthropic(base_url=llm.base_url, api_key="offline")
+    with store.session(scope) as s:
+        mw = an.Memwarden(s)
+        runner = mw.tool_runner(client, model="fake", max_tokens=100, messages=[
+            {"role": "user", "content": "earlier"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "old", "name": "web_fetch",
+                                               "input": {"url": "https://x.example/"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "old", "content": "page"}]},
+            {"role": "user", "content": "remember: User prefers tea"}])
+        assert s.tainted
+        runner.until_done()
+    assert _trust(store) == ["untrusted"]
+
+
+def test_anthropic_runner_by_hand_fails_closed(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    client = anthropic.Anthropic(base_url=llm.base_url, api_key="offline")
+    with store.session(scope) as s:
+        mw = an.Memwarden(s)
+        client.beta.messages.tool_runner(model="fake", max_tokens=100, tools=mw.tools, messages=[
+            {"role": "user", "content": "remember: User prefers tea"}]).until_done()
+    assert _trust(store) == ["untrusted"]
+
+
+def test_anthropic_async_runner(llm: Any, db_path: Path, scope: memwarden.Scope) -> None:
+    from anthropic import AsyncAnthropic, beta_async_tool
+
+    @beta_async_tool
+    async def web_fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The page.
+        """
+        return "page text"
+
+    async def main() -> list[str]:
+        client = AsyncAnthropic(base_url=llm.base_url, api_key="offline")
+        async with await memwarden.open_async(db_path) as store:
+            statuses = []
+            for text in ("remember: User prefers tea",
+                         "read https://x.example/ and remember: User prefers coffee"):
+                async with await store.session(scope) as s:
+                    mw = an.Memwarden(s)
+                    runner = mw.tool_runner(client, model="fake", max_tokens=100, tools=[web_fetch],
+                                            messages=[{"role": "user", "content": text}])
+                    final = await runner.until_done()
+                    statuses.append(final.content[0].text)
+            return statuses
+
+    first, second = asyncio.run(main())
+    assert '"status": "accepted"' in first and '"status": "review"' in second
