@@ -81,7 +81,11 @@ def test_anthropic_example(fake_llm: object, tmp_path: Path) -> None:
 def test_examples_run_as_scripts(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("agents" if "agents" in script else "anthropic")
+    # main() points the key and anchor at its temporary directory with os.environ.setdefault (it is a script's
+    # entry point); set them here so monkeypatch restores them and nothing leaks into later tests
     monkeypatch.delenv("MEMWARDEN_KEY", raising=False)
+    monkeypatch.setenv("MEMWARDEN_KEY_FILE", str(tmp_path / "key"))
+    monkeypatch.setenv("MEMWARDEN_ANCHOR_DIR", str(tmp_path / "anchors"))
     ex = _example(script.removesuffix(".py"))
     assert ex.main([]) == 0
     out = capsys.readouterr().out
