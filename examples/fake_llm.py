@@ -1,8 +1,8 @@
 """A scripted, offline stand-in for an OpenAI-compatible and an Anthropic-compatible model server (loopback only).
 
 The examples run against it in CI (no network, no key). It speaks ``POST /v1/chat/completions`` (OpenAI Chat
-Completions) and ``POST /v1/messages`` (Anthropic Messages), non-streaming, and "decides" from the last user
-message, the way a real model would be asked to:
+Completions), ``POST /v1/responses`` (OpenAI Responses) and ``POST /v1/messages`` (Anthropic Messages),
+non-streaming, and "decides" from the last user message, the way a real model would be asked to:
 
 * a URL in the message and no ``web_fetch`` result yet → it calls ``web_fetch`` with that URL;
 * ``remember: <text>`` and no ``memory_save`` result yet → it calls ``memory_save`` with ``<text>`` (in OpenAI
@@ -70,6 +70,8 @@ class FakeLLM:
                 path = self.path.split("?", 1)[0]  # the Anthropic beta API adds ?beta=true
                 if path.endswith("/chat/completions"):
                     out = fake._chat(body, n)
+                elif path.endswith("/responses"):
+                    out = fake._responses(body, n)
                 elif path.endswith("/messages"):
                     out = fake._anthropic(body, n)
                 else:
@@ -117,6 +119,31 @@ class FakeLLM:
         return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+    # --- OpenAI Responses --------------------------------------------------------------------------------------
+
+    def _responses(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        items = body.get("input") or []
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        last_user = max((i for i, it in enumerate(items) if it.get("role") == "user"), default=-1)
+        names = {it.get("call_id"): it.get("name") for it in items[last_user + 1:]
+                 if it.get("type") == "function_call"}
+        done = {str(names.get(it.get("call_id"), "tool")): _text(it.get("output"))[:300]
+                for it in items[last_user + 1:] if it.get("type") == "function_call_output"}
+        step = decide(_text(items[last_user].get("content")) if last_user >= 0 else "", done)
+        if isinstance(step, str):
+            output: list[dict[str, Any]] = [{"type": "message", "id": f"msg_{n}", "role": "assistant",
+                                             "status": "completed",
+                                             "content": [{"type": "output_text", "text": step, "annotations": []}]}]
+        else:
+            output = [{"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": step[0],
+                       "arguments": json.dumps(step[1]), "status": "completed"}]
+        return {"id": f"resp_{n}", "object": "response", "created_at": 0, "model": body.get("model", "fake"),
+                "output": output, "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": [], "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                                       "input_tokens_details": {"cached_tokens": 0},
+                                       "output_tokens_details": {"reasoning_tokens": 0}}}
 
     # --- Anthropic Messages ------------------------------------------------------------------------------------
 

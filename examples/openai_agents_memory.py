@@ -4,8 +4,8 @@ a web page gets its save held for review — with no taint code in this file.
     pip install 'memwarden[openai-agents]'
     python examples/openai_agents_memory.py            # offline: a scripted model on 127.0.0.1 (examples/fake_llm.py)
 
-To try a real model, pass ``--base-url https://…/v1 --model NAME`` (an OpenAI-compatible Chat Completions
-endpoint; the key is read from $OPENAI_API_KEY).
+To try a real model, pass ``--base-url https://…/v1 --model NAME`` (an OpenAI endpoint with the Responses API, or
+add ``--api chat_completions`` for an OpenAI-compatible Chat Completions one; the key is read from $OPENAI_API_KEY).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
+from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner, function_tool
 from agents.items import ToolCallOutputItem
 from openai import AsyncOpenAI
 
@@ -35,19 +35,20 @@ def web_fetch(url: str) -> str:
 
 
 def _saves(result: Any) -> list[dict[str, Any]]:
-    """What memory_save answered in a run (its JSON output items)."""
+    """What memory_save answered in a run (the JSON outputs of its calls)."""
     out = []
     for item in result.new_items:
-        if isinstance(item, ToolCallOutputItem) and getattr(item.raw_item, "get", None):
-            text = item.output if isinstance(item.output, str) else ""
-            if text.startswith("{") and '"status"' in text:
-                out.append(json.loads(text))
+        if isinstance(item, ToolCallOutputItem) and isinstance(item.output, str) and '"status"' in item.output:
+            out.append(json.loads(item.output))
     return out
 
 
-async def run(base_url: str, data_dir: Path, model_name: str = "fake-model") -> dict[str, Any]:
+async def run(base_url: str, data_dir: Path, model_name: str = "fake-model", api: str = "responses"
+              ) -> dict[str, Any]:
+    """The three sessions; ``api``: ``responses`` (the SDK's default model) or ``chat_completions``."""
     client = AsyncOpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "offline"))
-    model = OpenAIChatCompletionsModel(model=model_name, openai_client=client)
+    model = (OpenAIResponsesModel(model=model_name, openai_client=client) if api == "responses" else
+             OpenAIChatCompletionsModel(model=model_name, openai_client=client))
     assistant = Agent(name="assistant", instructions="You are a helpful assistant.", model=model,
                       tools=[web_fetch])
     config = RunConfig(tracing_disabled=True)
@@ -79,18 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the offline fake)")
     parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--api", choices=["responses", "chat_completions"], default="responses")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("MEMWARDEN_KEY_FILE", str(Path(tmp) / "key"))
         os.environ.setdefault("MEMWARDEN_ANCHOR_DIR", str(Path(tmp) / "anchors"))
         if args.base_url:
-            report = asyncio.run(run(args.base_url, Path(tmp), args.model))
+            report = asyncio.run(run(args.base_url, Path(tmp), args.model, args.api))
         else:
             sys.path.insert(0, str(Path(__file__).parent))
             from fake_llm import FakeLLM
 
             with FakeLLM() as llm:
-                report = asyncio.run(run(llm.base_url + "/v1", Path(tmp)))
+                report = asyncio.run(run(llm.base_url + "/v1", Path(tmp), api=args.api))
     print("session 1, memory_save:", [s["status"] for s in report["first_saves"]])
     print("session 2 sees it:", "User prefers Go for services" in report["second_block"])
     print("session 2 read a web page; memory_save:", [s["status"] for s in report["fetch_saves"]])

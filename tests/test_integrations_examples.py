@@ -53,18 +53,32 @@ def _no_taint_code(path: Path) -> None:
         assert not re.search(rf"\b{word}\b", text), (path.name, word)
 
 
-def test_openai_agents_example(fake_llm: object, tmp_path: Path) -> None:
+def test_openai_agents_example_responses(fake_llm: object, tmp_path: Path) -> None:
+    """The SDK's default model (the Responses API): memwarden's tools go out as strict Responses tools."""
     pytest.importorskip("agents")
     ex = _example("openai_agents_memory")
     report = asyncio.run(ex.run(fake_llm.base_url + "/v1", tmp_path))  # type: ignore[attr-defined]
     _check(report)
+    first = fake_llm.requests[0]  # type: ignore[attr-defined]
+    assert first["path"].endswith("/responses")
+    tools = {t["name"]: t for t in first["body"]["tools"]}
+    assert {"web_fetch", "memory_save", "memory_search"} <= set(tools)
+    assert tools["memory_save"]["strict"] is True  # strict-mode schemas, nulls accepted by the dispatcher
+    assert first["body"]["instructions"].startswith("<memwarden-memory>")
+    _no_taint_code(EXAMPLES / "openai_agents_memory.py")
+
+
+def test_openai_agents_example_chat_completions(fake_llm: object, tmp_path: Path) -> None:
+    pytest.importorskip("agents")
+    ex = _example("openai_agents_memory")
+    report = asyncio.run(ex.run(fake_llm.base_url + "/v1", tmp_path, api="chat_completions"))  # type: ignore
+    _check(report)
     first = fake_llm.requests[0]["body"]  # type: ignore[attr-defined]
     tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
     assert {"web_fetch", "memory_save", "memory_search"} <= set(tools)
-    assert tools["memory_save"].get("strict") is True  # strict-mode schemas, nulls accepted by the dispatcher
+    assert tools["memory_save"].get("strict") is True
     system = first["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("<memwarden-memory>")
-    _no_taint_code(EXAMPLES / "openai_agents_memory.py")
 
 
 def test_anthropic_example(fake_llm: object, tmp_path: Path) -> None:
