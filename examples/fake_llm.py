@@ -1,8 +1,8 @@
 """A scripted, offline stand-in for an OpenAI-compatible and an Anthropic-compatible model server (loopback only).
 
 The examples run against it in CI (no network, no key). It speaks ``POST /v1/chat/completions`` (OpenAI Chat
-Completions), ``POST /v1/responses`` (OpenAI Responses) and ``POST /v1/messages`` (Anthropic Messages),
-non-streaming, and "decides" from the last user message, the way a real model would be asked to:
+Completions), ``POST /v1/responses`` (OpenAI Responses; also streamed) and ``POST /v1/messages``
+(Anthropic Messages), and "decides" from the last user message, the way a real model would be asked to:
 
 * a URL in the message and no ``web_fetch`` result yet → it calls ``web_fetch`` with that URL;
 * ``remember: <text>`` and no ``memory_save`` result yet → it calls ``memory_save`` with ``<text>`` (in OpenAI
@@ -72,6 +72,17 @@ class FakeLLM:
                     out = fake._chat(body, n)
                 elif path.endswith("/responses"):
                     out = fake._responses(body, n)
+                    if body.get("stream"):  # server-sent events: created, then completed with the whole response
+                        events = [{"type": "response.created", "sequence_number": 0,
+                                   "response": {**out, "status": "in_progress", "output": []}},
+                                  {"type": "response.completed", "sequence_number": 1, "response": out}]
+                        data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+                        self.send_response(200)
+                        self.send_header("content-type", "text/event-stream")
+                        self.send_header("content-length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
                 elif path.endswith("/messages"):
                     out = fake._anthropic(body, n)
                 else:

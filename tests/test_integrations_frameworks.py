@@ -283,3 +283,57 @@ def test_anthropic_async_runner(llm: Any, db_path: Path, scope: memwarden.Scope)
 
     first, second = asyncio.run(main())
     assert '"status": "accepted"' in first and '"status": "review"' in second
+
+
+def test_agents_calls_without_ids_all_recorded(store: MemoryService, scope: memwarden.Scope) -> None:
+    async def main() -> tuple[bool, int]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            await mw.run_hooks.on_llm_end(None, Agent(name="a"), SimpleNamespace(output=[
+                {"type": "function_call", "name": "get_time", "arguments": "{}"},
+                {"type": "function_call", "name": "web_fetch", "arguments": "{}"}]))
+            return s.tainted, s.ledger.calls
+
+    assert asyncio.run(main()) == (True, 2)
+
+
+def test_agents_handoff_then_target_reads_history(store: MemoryService, scope: memwarden.Scope) -> None:
+    """The handoff call in the history the target agent reads is not judged as an unknown tool."""
+    async def main() -> bool:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            billing = Agent(name="billing")
+            triage = Agent(name="triage", handoffs=[billing])
+            call = {"type": "function_call", "call_id": "h1", "name": "transfer_to_billing", "arguments": "{}"}
+            await mw.run_hooks.on_llm_end(None, triage, SimpleNamespace(output=[call]))
+            await mw.run_hooks.on_llm_start(None, billing, None, [
+                {"role": "user", "content": "hi"}, call,
+                {"type": "function_call_output", "call_id": "h1", "output": '{"assistant": "billing"}'}])
+            return s.tainted
+
+    assert asyncio.run(main()) is False
+
+
+def test_agents_streamed_run_holds_the_save(llm: Any, store: MemoryService, scope: memwarden.Scope) -> None:
+    """Runner.run_streamed goes through the same hooks: the save after a fetch is held."""
+    from agents import OpenAIResponsesModel, function_tool
+
+    @function_tool
+    def web_fetch(url: str) -> str:
+        """Fetch a page."""
+        return "page text"
+
+    async def main() -> list[str]:
+        client = AsyncOpenAI(base_url=llm.base_url + "/v1", api_key="offline")
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            agent = mw.agent(Agent(name="a", instructions="hi", tools=[web_fetch],
+                                   model=OpenAIResponsesModel(model="fake", openai_client=client)))
+            streamed = Runner.run_streamed(agent, "read https://x.example/ and remember: User prefers tea",
+                                           run_config=RunConfig(tracing_disabled=True))
+            async for _ in streamed.stream_events():
+                pass
+        return _trust(store)
+
+    assert asyncio.run(main()) == ["untrusted"]
+    assert any(r["body"].get("stream") for r in llm.requests)

@@ -23,8 +23,9 @@ interpreter, hosted MCP), local MCP servers' tools, agents used as tools — wit
 Names the ledger judges: a function tool by its name; a tool of a local MCP server, or a function call naming no
 tool of the agent while it has MCP servers, as ``<server>__<tool>``; an agent used as a tool as
 ``delegate_<name>``; a hosted tool by its call type (``web_search``, ``file_search``, ``code_interpreter``,
-``computer``, …: all taint by default); a hosted MCP call as ``<server_label>__<tool>``. Handoffs are not ingest
-and are not recorded.
+``computer``, …: all taint by default); a hosted MCP call as ``<server_label>__<tool>``. Handoffs (of any agent
+the hooks saw) are not ingest and are not recorded; a handoff call found only in history from before this session
+is judged as an unknown tool (it taints: fail closed).
 
 **Fail closed without the hooks.** If memwarden's tools are called in a run whose hooks never saw that call (the
 agent was built by hand with :attr:`Memwarden.tools` but without :attr:`Memwarden.agent_hooks` or
@@ -105,6 +106,7 @@ class Memwarden:
     def __init__(self, session: Session | AsyncSession, *, strict: bool = True) -> None:
         self.session: AsyncSession = as_async(session)
         self._seen: set[str] = set()  # ids of the tool calls already in the ledger
+        self._handoffs: set[str] = set()  # handoff tool names of the agents the hooks saw
         self.tools: list[FunctionTool] = [self._function_tool(t) for t in
                                           self.session.tool_schemas("responses", strict=strict)]
         self.agent_hooks = MemwardenAgentHooks(self)
@@ -143,7 +145,8 @@ class Memwarden:
         """(call id, ledger name, arguments) of the tool calls in ``items`` not recorded yet; for ``history``,
         also ('', '', name) for a tool output whose call was never recorded (content of unknown origin)."""
         by_name = {t.name: t for t in getattr(agent, "tools", None) or () if isinstance(t, FunctionTool)}
-        handoffs = _handoff_names(agent)
+        self._handoffs.update(_handoff_names(agent))  # every agent seen: a handoff stays one after it happened
+        handoffs = self._handoffs
         has_mcp = bool(getattr(agent, "mcp_servers", None))
         out: list[tuple[str, str, Any]] = []
         new_ids: set[str] = set()
@@ -153,12 +156,14 @@ class Memwarden:
             if not isinstance(typ, str):
                 continue
             key = str(item.get("call_id") or item.get("id") or "")
+            if key and (key in self._seen or key in new_ids):
+                continue  # recorded already (a call without an id is always recorded)
+            if key:
+                new_ids.add(key)
             if typ == "function_call":
                 name = str(item.get("name") or "")
-                if key in self._seen or key in new_ids:
-                    continue
-                new_ids.add(key)
-                if name in handoffs:
+                if name in handoffs:  # not ingest: remembered as seen so no later agent judges it as a tool
+                    self._seen.add(key)
                     continue
                 if name in by_name:
                     name = _tool_ledger_name(by_name[name], name)
@@ -166,24 +171,15 @@ class Memwarden:
                     name = f"mcp__{name}"
                 out.append((key, name, item.get("arguments")))
             elif typ == "custom_tool_call":
-                if key and key not in self._seen and key not in new_ids:
-                    new_ids.add(key)
-                    out.append((key, str(item.get("name") or "custom_tool"), {"input": item.get("input")}))
+                out.append((key, str(item.get("name") or "custom_tool"), {"input": item.get("input")}))
             elif typ == "mcp_call":
-                if key and key not in self._seen and key not in new_ids:
-                    new_ids.add(key)
-                    out.append((key, f"{item.get('server_label') or 'mcp'}__{item.get('name') or 'tool'}",
-                                item.get("arguments")))
-            elif typ.endswith("_call") and typ not in ("mcp_list_tools",):
-                if key and key not in self._seen and key not in new_ids:
-                    new_ids.add(key)
-                    action = item.get("action")
-                    out.append((key, typ[: -len("_call")], action if isinstance(action, dict) else {}))
+                out.append((key, f"{item.get('server_label') or 'mcp'}__{item.get('name') or 'tool'}",
+                            item.get("arguments")))
+            elif typ.endswith("_call"):
+                action = item.get("action")
+                out.append((key, typ[: -len("_call")], action if isinstance(action, dict) else {}))
             elif history and typ.endswith("_call_output"):
-                call = str(item.get("call_id") or "")
-                if call not in self._seen and call not in new_ids:
-                    new_ids.add(call)
-                    out.append(("", "", typ))
+                out.append((key, "", typ))
         return out
 
     async def record(self, calls: list[tuple[str, str, Any]]) -> None:
