@@ -337,3 +337,11 @@ def test_agents_streamed_run_holds_the_save(llm: Any, store: MemoryService, scop
 
     assert asyncio.run(main()) == ["untrusted"]
     assert any(r["body"].get("stream") for r in llm.requests)
+
+
+def test_anthropic_blocks_without_ids_all_recorded(store: MemoryService, scope: memwarden.Scope) -> None:
+    with store.session(scope) as s:
+        an.Memwarden(s).record_messages([{"role": "assistant", "content": [
+            {"type": "tool_use", "name": "get_time", "input": {}},
+            {"type": "tool_use", "name": "web_fetch", "input": {"url": "https://x.example/"}}]}])
+        assert s.tainted and s.ledger.calls == 2

@@ -70,21 +70,23 @@ def calls_in(messages: Iterable[Any], seen: set[str]) -> list[tuple[str, str, An
     for message in messages:
         for block in _blocks(message):
             typ = _field(block, "type")
-            key = str(_field(block, "id") or "")
+            if not isinstance(typ, str):
+                continue
+            result = typ.endswith("tool_result")
+            key = str(_field(block, "tool_use_id" if result else "id") or "")
+            if key and key in known:
+                continue  # recorded already (a block without an id is always recorded)
             if typ in ("tool_use", "server_tool_use"):
-                if key not in known:
-                    known.add(key)
-                    out.append((key, str(_field(block, "name") or "tool"), _field(block, "input")))
+                out.append((key, str(_field(block, "name") or "tool"), _field(block, "input")))
             elif typ == "mcp_tool_use":
-                if key not in known:
-                    known.add(key)
-                    out.append((key, f"{_field(block, 'server_name') or 'mcp'}__{_field(block, 'name') or 'tool'}",
-                                _field(block, "input")))
-            elif isinstance(typ, str) and typ.endswith("tool_result"):
-                call = str(_field(block, "tool_use_id") or "")
-                if call not in known:
-                    known.add(call)
-                    out.append((call, "", typ))
+                out.append((key, f"{_field(block, 'server_name') or 'mcp'}__{_field(block, 'name') or 'tool'}",
+                            _field(block, "input")))
+            elif result:
+                out.append((key, "", typ))
+            else:
+                continue
+            if key:
+                known.add(key)
     return out
 
 
@@ -164,14 +166,14 @@ class Memwarden:
         calls = calls_in(messages, self._seen)
         if calls:
             _record(self._sync(), calls)
-            self._seen.update(k for k, _, _ in calls)
+            self._seen.update(k for k, _, _ in calls if k)
 
     async def arecord_messages(self, messages: Iterable[Any]) -> None:
         """:meth:`record_messages` on the store's pool (for async code)."""
         calls = calls_in(messages, self._seen)
         if calls:
             await self.async_session.run(lambda s: _record(s, calls))
-            self._seen.update(k for k, _, _ in calls)
+            self._seen.update(k for k, _, _ in calls if k)
 
     def tool_results(self, message: Any) -> list[dict[str, Any]]:
         """For plain Messages tool use: record every tool call of ``message``, run memwarden's and return their
