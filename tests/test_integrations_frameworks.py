@@ -345,3 +345,81 @@ def test_anthropic_blocks_without_ids_all_recorded(store: MemoryService, scope: 
             {"type": "tool_use", "name": "get_time", "input": {}},
             {"type": "tool_use", "name": "web_fetch", "input": {"url": "https://x.example/"}}]}])
         assert s.tainted and s.ledger.calls == 2
+
+
+# --- the raw OpenAI SDK (a hand-written loop) ---------------------------------------------------------------------
+
+from memwarden.integrations import openai as oai  # noqa: E402
+
+WEB_FETCH_CHAT = {"type": "function", "function": {"name": "web_fetch", "description": "Fetch a page.",
+                                                    "parameters": {"type": "object",
+                                                                   "properties": {"url": {"type": "string"}}}}}
+
+
+def _chat_loop(client: Any, mw: oai.Memwarden, text: str) -> str:
+    messages: list[Any] = [{"role": "system", "content": mw.system("You are helpful.")},
+                           {"role": "user", "content": text}]
+    for _ in range(5):
+        r = client.chat.completions.create(model="fake", tools=[WEB_FETCH_CHAT, *mw.chat_tools], messages=messages)
+        msg = r.choices[0].message
+        if not msg.tool_calls:
+            return str(msg.content)
+        results = mw.tool_results(r)
+        mine = {x["tool_call_id"] for x in results}
+        messages.append(msg.model_dump(exclude_none=True))
+        messages += results + [{"role": "tool", "tool_call_id": c.id, "content": "page text"}
+                               for c in msg.tool_calls if c.id not in mine]
+    raise AssertionError("no answer")
+
+
+def _responses_loop(client: Any, mw: oai.Memwarden, text: str) -> str:
+    items: list[Any] = [{"role": "user", "content": text}]
+    web_fetch = {"type": "function", "name": "web_fetch", "description": "Fetch a page.", "strict": False,
+                 "parameters": {"type": "object", "properties": {"url": {"type": "string"}}}}
+    for _ in range(5):
+        r = client.responses.create(model="fake", instructions=mw.system("You are helpful."),
+                                    tools=[web_fetch, *mw.responses_tools], input=items)
+        calls = [o for o in r.output if o.type == "function_call"]
+        if not calls:
+            return r.output_text
+        results = mw.tool_results(r)
+        mine = {x["call_id"] for x in results}
+        items += [o.model_dump(exclude_none=True) for o in r.output] + results + [
+            {"type": "function_call_output", "call_id": c.call_id, "output": "page text"}
+            for c in calls if c.call_id not in mine]
+    raise AssertionError("no answer")
+
+
+@pytest.mark.parametrize("loop", [_chat_loop, _responses_loop])
+def test_openai_raw_loop_saves_then_holds_after_fetch(llm: Any, store: MemoryService, scope: memwarden.Scope,
+                                                      loop: Any) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=llm.base_url + "/v1", api_key="offline")
+    with store.session(scope) as s:
+        first = loop(client, oai.Memwarden(s), "remember: User prefers Go for services")
+        assert '"status": "accepted"' in first
+    with store.session(scope) as s:
+        assert "User prefers Go for services" in s.system_block()
+        second = loop(client, oai.Memwarden(s), "read https://x.example/ and remember: User prefers coffee")
+        assert '"status": "review"' in second and s.tainted
+
+
+def test_openai_raw_same_response_and_history(store: MemoryService, scope: memwarden.Scope) -> None:
+    with store.session(scope) as s:
+        mw = oai.Memwarden(s)
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "memory_save", "arguments": json.dumps(
+                {"content": "User prefers tea", "kind": "preference", "ttl_days": None, "due": None,
+                 "sensitivity": None, "confidence": None})}},
+            {"id": "c2", "type": "function", "function": {"name": "web_search", "arguments": "{}"}}]}
+        results = mw.tool_results(message)
+        assert [r["tool_call_id"] for r in results] == ["c1"]
+        assert json.loads(results[0]["content"])["status"] == "review"  # the search beside it was recorded first
+    with store.session(scope) as s:
+        oai.Memwarden(s).record([{"role": "user", "content": "hi"},
+                                 {"role": "tool", "tool_call_id": "gone", "content": "page"}])
+        assert s.tainted  # tool output whose call is not in the history: unknown origin
+    with store.session(scope) as s:
+        oai.Memwarden(s).record([{"type": "web_search_call", "id": "ws1", "status": "completed"}])
+        assert s.tainted

@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
                       ) from exc
 
 from memwarden.aio import AsyncSession, as_async
+from memwarden.integrations import _items
 from memwarden.session import Session
 
 __all__ = ["Memwarden", "calls_in"]
@@ -88,14 +89,6 @@ def calls_in(messages: Iterable[Any], seen: set[str]) -> list[tuple[str, str, An
             if key:
                 known.add(key)
     return out
-
-
-def _record(session: Session, calls: list[tuple[str, str, Any]]) -> None:
-    for _key, name, args in calls:
-        if name:
-            session.record_tool_call(name, args if args is not None else {})
-        else:
-            session.record_ingest(f"{args} without its tool call in the conversation", "tool")
 
 
 class _Tool(BetaBuiltinFunctionTool):
@@ -165,14 +158,14 @@ class Memwarden:
         """Put every tool call in ``messages`` (dicts or SDK objects) that is not recorded yet into the ledger."""
         calls = calls_in(messages, self._seen)
         if calls:
-            _record(self._sync(), calls)
+            _items.record(self._sync(), calls)
             self._seen.update(k for k, _, _ in calls if k)
 
     async def arecord_messages(self, messages: Iterable[Any]) -> None:
         """:meth:`record_messages` on the store's pool (for async code)."""
         calls = calls_in(messages, self._seen)
         if calls:
-            await self.async_session.run(lambda s: _record(s, calls))
+            await self.async_session.run(lambda s: _items.record(s, calls))
             self._seen.update(k for k, _, _ in calls if k)
 
     def tool_results(self, message: Any) -> list[dict[str, Any]]:

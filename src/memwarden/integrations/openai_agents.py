@@ -53,25 +53,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from memwarden import tools as mw_tools
 from memwarden.aio import AsyncSession, as_async
+from memwarden.integrations import _items
 from memwarden.session import Session
 
 __all__ = ["Memwarden", "MemwardenAgentHooks", "MemwardenRunHooks", "MemwardenSession"]
 
 UNREPORTED = "unreported"  # record_ingest kind when memwarden's tools run without its hooks (taints)
-
-
-def _plain(item: Any) -> dict[str, Any]:
-    """A response/input item as a dict (the SDK passes TypedDicts and pydantic models)."""
-    if isinstance(item, dict):
-        return item
-    dump = getattr(item, "model_dump", None)
-    if callable(dump):
-        try:
-            out = dump(exclude_unset=False)
-            return out if isinstance(out, dict) else {}
-        except Exception:
-            return {"type": getattr(item, "type", None)}
-    return {"type": getattr(item, "type", None)}
 
 
 def _handoff_names(agent: Any) -> set[str]:
@@ -141,61 +128,29 @@ class Memwarden:
 
     # --- the ledger --------------------------------------------------------------------------------------------
 
-    def _calls(self, items: Iterable[Any], agent: Any, *, history: bool) -> list[tuple[str, str, Any]]:
-        """(call id, ledger name, arguments) of the tool calls in ``items`` not recorded yet; for ``history``,
-        also ('', '', name) for a tool output whose call was never recorded (content of unknown origin)."""
+    def _calls(self, items: Iterable[Any], agent: Any, *, history: bool) -> list[_items.Call]:
+        """The tool calls in ``items`` not recorded yet, named for the taint policy (see the module's doc)."""
         by_name = {t.name: t for t in getattr(agent, "tools", None) or () if isinstance(t, FunctionTool)}
         self._handoffs.update(_handoff_names(agent))  # every agent seen: a handoff stays one after it happened
-        handoffs = self._handoffs
         has_mcp = bool(getattr(agent, "mcp_servers", None))
-        out: list[tuple[str, str, Any]] = []
-        new_ids: set[str] = set()
-        for raw in items:
-            item = _plain(raw)
-            typ = item.get("type")
-            if not isinstance(typ, str):
-                continue
-            key = str(item.get("call_id") or item.get("id") or "")
-            if key and (key in self._seen or key in new_ids):
-                continue  # recorded already (a call without an id is always recorded)
-            if key:
-                new_ids.add(key)
-            if typ == "function_call":
-                name = str(item.get("name") or "")
-                if name in handoffs:  # not ingest: remembered as seen so no later agent judges it as a tool
-                    self._seen.add(key)
-                    continue
-                if name in by_name:
-                    name = _tool_ledger_name(by_name[name], name)
-                elif has_mcp and name not in mw_tools.TOOL_NAMES:
-                    name = f"mcp__{name}"
-                out.append((key, name, item.get("arguments")))
-            elif typ == "custom_tool_call":
-                out.append((key, str(item.get("name") or "custom_tool"), {"input": item.get("input")}))
-            elif typ == "mcp_call":
-                out.append((key, f"{item.get('server_label') or 'mcp'}__{item.get('name') or 'tool'}",
-                            item.get("arguments")))
-            elif typ.endswith("_call"):
-                action = item.get("action")
-                out.append((key, typ[: -len("_call")], action if isinstance(action, dict) else {}))
-            elif history and typ.endswith("_call_output"):
-                out.append((key, "", typ))
-        return out
 
-    async def record(self, calls: list[tuple[str, str, Any]]) -> None:
+        def resolve(name: str) -> str | None:
+            if name in self._handoffs:
+                return None  # not ingest (marked seen, so no later agent judges it as a tool)
+            if name in by_name:
+                return _tool_ledger_name(by_name[name], name)
+            if has_mcp and name not in mw_tools.TOOL_NAMES:
+                return f"mcp__{name}"
+            return name
+
+        return _items.responses_calls(items, self._seen, history=history, resolve=resolve)
+
+    async def record(self, calls: list[_items.Call]) -> None:
         """Put ``calls`` into the session's ledger in one hop (a tool output of unknown origin is untrusted
         ingest) and remember their ids."""
         if not calls:
             return
-
-        def work(s: Session) -> None:
-            for _key, name, args in calls:
-                if name:
-                    s.record_tool_call(name, args)
-                else:
-                    s.record_ingest(f"{args} without its call in the model input", "tool")
-
-        await self.session.run(work)
+        await self.session.run(lambda s: _items.record(s, calls))
         self._seen.update(key for key, _, _ in calls if key)
 
     async def _on_llm_start(self, agent: Any, input_items: Iterable[Any]) -> None:
@@ -297,7 +252,7 @@ def _to_messages(items: Iterable[Any]) -> list[dict[str, Any]]:
     are in the ledger already); reasoning, images and the rest are left out."""
     out: list[dict[str, Any]] = []
     for raw in items:
-        item = _plain(raw)
+        item = _items.plain(raw)
         typ = item.get("type")
         role = item.get("role")
         if role in ("user", "assistant") and typ in (None, "message"):
