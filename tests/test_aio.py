@@ -100,3 +100,35 @@ def test_closed_store_refuses(db_path: Path) -> None:
             AsyncStore(store.service, max_workers=0)
 
     asyncio.run(main())
+
+
+def test_sync_sessions_share_one_pool_per_store(store: memwarden.MemoryService, scope: memwarden.Scope) -> None:
+    import gc
+    import weakref
+
+    from memwarden.aio import _SHARED, as_async
+
+    with store.session(scope) as s1, store.session(scope) as s2:
+        a1, a2 = as_async(s1), as_async(s2)
+        assert a1.store.executor is a2.store.executor  # one pool for the store, not one per session
+        assert as_async(a1) is a1
+
+        async def main() -> str:
+            r = await a1.save("User prefers tea", kind="preference")
+            await a1.store.aclose()  # a shared pool outlives the AsyncStore view over it
+            return r.status
+
+        assert asyncio.run(main()) == "accepted"
+        assert not a2.store.executor._shutdown  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        as_async("not a session")  # type: ignore[arg-type]
+
+    other = memwarden.open(store.path.with_name("other.db"))
+    ref = weakref.ref(other)
+    with other.session(scope) as s:
+        as_async(s)
+    other.close()
+    del s, other
+    gc.collect()
+    assert ref() is None  # the registry does not keep a store alive
+    assert all(k is not None for k in _SHARED)

@@ -42,12 +42,13 @@ class AsyncStore:
     already open with ``AsyncStore(service)`` (then :meth:`aclose` ends only the pool, the store stays open)."""
 
     def __init__(self, service: MemoryService, *, max_workers: int = DEFAULT_WORKERS,
-                 owns_service: bool = False) -> None:
+                 owns_service: bool = False, executor: ThreadPoolExecutor | None = None) -> None:
         if not isinstance(max_workers, int) or isinstance(max_workers, bool) or not 1 <= max_workers <= 64:
             raise ValueError("max_workers must be an int from 1 to 64")
         self.service = service
         self.max_workers = max_workers
-        self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memwarden-store")
+        self._owns_executor = executor is None
+        self.executor = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memwarden-store")
         self._owns_service = owns_service
         self.closed = False
 
@@ -75,7 +76,8 @@ class AsyncStore:
                 await self.run(self.service.close)
         finally:
             self.closed = True
-            self.executor.shutdown(wait=False)
+            if self._owns_executor:
+                self.executor.shutdown(wait=False)
 
     async def __aenter__(self) -> AsyncStore:
         return self
@@ -84,18 +86,22 @@ class AsyncStore:
         await self.aclose()
 
 
-_SHARED: weakref.WeakKeyDictionary[MemoryService, AsyncStore] = weakref.WeakKeyDictionary()
+# one pool per sync store for the integrations given a sync Session; keyed weakly, and the pool holds no reference
+# to the store, so a store that is dropped takes its pool (whose idle threads then exit) with it
+_SHARED: weakref.WeakKeyDictionary[MemoryService, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
 def async_store(service: MemoryService) -> AsyncStore:
-    """The one :class:`AsyncStore` of an already open sync store (made on first use, with
-    :data:`DEFAULT_WORKERS` threads; the integrations use it when given a sync :class:`Session`)."""
+    """An :class:`AsyncStore` over an already open sync store, on that store's one shared pool (made on first use,
+    :data:`DEFAULT_WORKERS` threads); the integrations use it when given a sync :class:`Session`. Closing it
+    leaves the store and the pool as they are."""
     with _SHARED_LOCK:
-        found = _SHARED.get(service)
-        if found is None or found.closed:
-            found = _SHARED[service] = AsyncStore(service)
-        return found
+        pool = _SHARED.get(service)
+        if pool is None:
+            pool = _SHARED[service] = ThreadPoolExecutor(max_workers=DEFAULT_WORKERS,
+                                                         thread_name_prefix="memwarden-store")
+    return AsyncStore(service, executor=pool)
 
 
 def as_async(session: Session | AsyncSession) -> AsyncSession:
