@@ -1,8 +1,8 @@
 """A scripted, offline stand-in for an OpenAI-compatible and an Anthropic-compatible model server (loopback only).
 
 The examples run against it in CI (no network, no key). It speaks ``POST /v1/chat/completions`` (OpenAI Chat
-Completions), ``POST /v1/responses`` (OpenAI Responses; also streamed) and ``POST /v1/messages``
-(Anthropic Messages), and "decides" from the last user message, the way a real model would be asked to:
+Completions), ``POST /v1/responses`` (OpenAI Responses) and ``POST /v1/messages`` (Anthropic
+Messages), both also streamed, and "decides" from the last user message, the way a real model would be asked to:
 
 * a URL in the message and no ``web_fetch`` result yet → it calls ``web_fetch`` with that URL;
 * ``remember: <text>`` and no ``memory_save`` result yet → it calls ``memory_save`` with ``<text>`` (in OpenAI
@@ -48,6 +48,24 @@ def decide(user_text: str, done: dict[str, str]) -> tuple[str, dict[str, Any]] |
     return "Hello! Nothing to do."
 
 
+def _anthropic_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Messages response as the stream of events the API sends for it."""
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {
+        **message, "content": [], "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 0}}}]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                       {"type": "content_block_delta", "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]}}]
+        else:
+            events += [{"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}},
+                       {"type": "content_block_delta", "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
+        events.append({"type": "content_block_stop", "index": i})
+    return [*events, {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                      "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
 class FakeLLM:
     """``with FakeLLM() as llm:`` serves on ``llm.base_url`` (127.0.0.1, a free port) until the block ends."""
 
@@ -61,6 +79,14 @@ class FakeLLM:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
+            def _sse(self, events: list[dict[str, Any]]) -> None:
+                data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 with fake._lock:
@@ -73,18 +99,15 @@ class FakeLLM:
                 elif path.endswith("/responses"):
                     out = fake._responses(body, n)
                     if body.get("stream"):  # server-sent events: created, then completed with the whole response
-                        events = [{"type": "response.created", "sequence_number": 0,
-                                   "response": {**out, "status": "in_progress", "output": []}},
-                                  {"type": "response.completed", "sequence_number": 1, "response": out}]
-                        data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
-                        self.send_response(200)
-                        self.send_header("content-type", "text/event-stream")
-                        self.send_header("content-length", str(len(data)))
-                        self.end_headers()
-                        self.wfile.write(data)
+                        self._sse([{"type": "response.created", "sequence_number": 0,
+                                    "response": {**out, "status": "in_progress", "output": []}},
+                                   {"type": "response.completed", "sequence_number": 1, "response": out}])
                         return
                 elif path.endswith("/messages"):
                     out = fake._anthropic(body, n)
+                    if body.get("stream"):
+                        self._sse(_anthropic_events(out))
+                        return
                 else:
                     self.send_error(404)
                     return

@@ -423,3 +423,32 @@ def test_openai_raw_same_response_and_history(store: MemoryService, scope: memwa
     with store.session(scope) as s:
         oai.Memwarden(s).record([{"type": "web_search_call", "id": "ws1", "status": "completed"}])
         assert s.tainted
+
+
+@pytest.mark.parametrize("read_stream", [True, False])
+def test_anthropic_streaming_runner(llm: Any, store: MemoryService, scope: memwarden.Scope,
+                                    read_stream: bool) -> None:
+    """stream=True: each stream's final message is recorded before the runner runs its tools, whether or not the
+    caller read the stream."""
+    client = anthropic.Anthropic(base_url=llm.base_url, api_key="offline")
+
+    @anthropic.beta_tool
+    def web_fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The page.
+        """
+        return "page text"
+
+    with store.session(scope) as s:
+        mw = an.Memwarden(s)
+        runner = mw.tool_runner(client, model="fake", max_tokens=100, stream=True, tools=[web_fetch], messages=[
+            {"role": "user", "content": "read https://x.example/ and remember: User prefers tea"}])
+        for stream in runner:
+            if read_stream:
+                for _event in stream:
+                    pass
+        assert s.tainted
+    assert _trust(store) == ["untrusted"]
+    assert any(r["body"].get("stream") for r in llm.requests)
