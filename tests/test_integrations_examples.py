@@ -65,6 +65,11 @@ def test_openai_agents_example_responses(fake_llm: object, tmp_path: Path) -> No
     assert {"web_fetch", "memory_save", "memory_search"} <= set(tools)
     assert tools["memory_save"]["strict"] is True  # strict-mode schemas, nulls accepted by the dispatcher
     assert first["body"]["instructions"].startswith("<memwarden-memory>")
+    # P1: within one session every request carries the same instructions, whatever was saved meanwhile
+    sent = [r["body"]["instructions"] for r in fake_llm.requests]  # type: ignore[attr-defined]
+    assert len(sent) == 5  # session 1: save, answer; session 2: fetch, save, answer
+    assert len(set(sent[:2])) == 1 and len(set(sent[2:])) == 1
+    assert "User prefers Go for services" not in sent[0] and "User prefers Go for services" in sent[2]
     _no_taint_code(EXAMPLES / "openai_agents_memory.py")
 
 

@@ -452,3 +452,19 @@ def test_anthropic_streaming_runner(llm: Any, store: MemoryService, scope: memwa
         assert s.tainted
     assert _trust(store) == ["untrusted"]
     assert any(r["body"].get("stream") for r in llm.requests)
+
+
+def test_agents_dynamic_instructions_keep_the_block_first(store: MemoryService, scope: memwarden.Scope) -> None:
+    async def main() -> tuple[str, str]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+
+            async def dynamic(ctx: Any, agent: Any) -> str:
+                return "You are terse."
+
+            agent = mw.agent(Agent(name="a", instructions=dynamic))
+            text = await agent.get_system_prompt(agents.RunContextWrapper(context=None))
+            return str(text), s.system_block()
+
+    text, block = asyncio.run(main())
+    assert text == block + "\n\nYou are terse."
