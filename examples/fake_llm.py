@@ -7,6 +7,7 @@ Messages), both also streamed, and "decides" from the last user message, the way
 * a URL in the message and no ``web_fetch`` result yet → it calls ``web_fetch`` with that URL;
 * ``remember: <text>`` and no ``memory_save`` result yet → it calls ``memory_save`` with ``<text>`` (in OpenAI
   strict-mode form: every optional argument sent as null);
+* both, with ``in one go`` in the message → both calls in one reply (a parallel tool call);
 * otherwise → a final text answer naming the last tool result.
 
 Every request body is kept in :attr:`FakeLLM.requests`, so a test can look at the system prompt a framework sent.
@@ -33,15 +34,19 @@ def _text(content: Any) -> str:
     return ""
 
 
-def decide(user_text: str, done: dict[str, str]) -> tuple[str, dict[str, Any]] | str:
-    """The script: the next tool call ``(name, arguments)``, or the final answer text. ``done`` maps the tool
-    names already answered since the user's message to their last output."""
+def decide(user_text: str, done: dict[str, str]) -> list[tuple[str, dict[str, Any]]] | str:
+    """The script: the next tool calls ``[(name, arguments), …]``, or the final answer text. ``done`` maps the
+    tool names already answered since the user's message to their last output."""
+    calls: list[tuple[str, dict[str, Any]]] = []
     url = _URL.search(user_text)
     if url and "web_fetch" not in done:
-        return "web_fetch", {"url": url.group(0).rstrip(".,)")}
+        calls.append(("web_fetch", {"url": url.group(0).rstrip(".,)")}))
     wanted = _REMEMBER.search(user_text)
-    if wanted and "memory_save" not in done:
-        return "memory_save", {"content": wanted.group(1).strip(), **_SAVE_NULLS}
+    if wanted and "memory_save" not in done and (not calls or "in one go" in user_text):
+        calls.append(("memory_save", {"content": wanted.group(1).replace("in one go", "").strip(" ."),
+                                      **_SAVE_NULLS}))
+    if calls:
+        return calls
     if done:
         last = list(done)[-1]
         return f"Done. {last} said: {done[last]}"
@@ -71,6 +76,7 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self._threads: dict[str, list[dict[str, Any]]] = {}  # Anthropic reply id -> the conversation up to it
         self._calls = 0
         self._lock = threading.Lock()
         fake = self
@@ -147,8 +153,8 @@ class FakeLLM:
             finish = "stop"
         else:
             message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call_{n}", "type": "function",
-                "function": {"name": step[0], "arguments": json.dumps(step[1])}}]}
+                "id": f"call_{n}_{i}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}} for i, (name, args) in enumerate(step)]}
             finish = "tool_calls"
         return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
@@ -171,8 +177,8 @@ class FakeLLM:
                                              "status": "completed",
                                              "content": [{"type": "output_text", "text": step, "annotations": []}]}]
         else:
-            output = [{"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": step[0],
-                       "arguments": json.dumps(step[1]), "status": "completed"}]
+            output = [{"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}", "name": name,
+                       "arguments": json.dumps(args), "status": "completed"} for i, (name, args) in enumerate(step)]
         return {"id": f"resp_{n}", "object": "response", "created_at": 0, "model": body.get("model", "fake"),
                 "output": output, "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto",
                 "tools": [], "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
@@ -182,7 +188,12 @@ class FakeLLM:
     # --- Anthropic Messages ------------------------------------------------------------------------------------
 
     def _anthropic(self, body: dict[str, Any], n: int) -> dict[str, Any]:
-        messages = body.get("messages") or []
+        # message threads (newer SDKs): a turn that continues a thread sends only its new messages after the
+        # stored reply it names; keep each reply's whole conversation to put the history back in front
+        thread = body.get("thread") if isinstance(body.get("thread"), dict) else {}
+        earlier = self._threads.get(str(thread.get("previous_message_id")), []) if thread.get("type") == "continue" \
+            else []
+        messages = [*earlier, *(body.get("messages") or [])]
 
         def is_results(m: dict[str, Any]) -> bool:
             c = m.get("content")
@@ -203,9 +214,12 @@ class FakeLLM:
             content: list[dict[str, Any]] = [{"type": "text", "text": step}]
             stop = "end_turn"
         else:
-            args = {k: v for k, v in step[1].items() if v is not None}  # Anthropic has no strict mode
-            content = [{"type": "tool_use", "id": f"toolu_{n}", "name": step[0], "input": args}]
+            content = [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,  # no strict mode: no nulls
+                        "input": {k: v for k, v in args.items() if v is not None}}
+                       for i, (name, args) in enumerate(step)]
             stop = "tool_use"
+        with self._lock:
+            self._threads[f"msg_{n}"] = [*messages, {"role": "assistant", "content": content}]
         return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
                 "content": content, "stop_reason": stop, "stop_sequence": None,
                 "usage": {"input_tokens": 1, "output_tokens": 1}}

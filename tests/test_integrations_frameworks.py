@@ -468,3 +468,83 @@ def test_agents_dynamic_instructions_keep_the_block_first(store: MemoryService, 
 
     text, block = asyncio.run(main())
     assert text == block + "\n\nYou are terse."
+
+
+def _anthropic_web_fetch() -> Any:
+    @anthropic.beta_tool
+    def web_fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The page.
+        """
+        return "page text"
+
+    return web_fetch
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_same_reply_fetch_and_save_is_held(llm: Any, store: MemoryService, scope: memwarden.Scope,
+                                                     stream: bool) -> None:
+    client = anthropic.Anthropic(base_url=llm.base_url, api_key="offline")
+    with store.session(scope) as s:
+        runner = an.Memwarden(s).tool_runner(
+            client, model="fake", max_tokens=100, stream=stream, tools=[_anthropic_web_fetch()],
+            messages=[{"role": "user", "content": "read https://x.example/ and remember: User prefers tea in one go"}])
+        for item in runner:
+            if stream:
+                for _event in item:
+                    pass
+    assert _trust(store) == ["untrusted"]
+
+
+def test_anthropic_eager_tools_record_the_calls_before_them(llm: Any, store: MemoryService,
+                                                            scope: memwarden.Scope) -> None:
+    """run_tools_eagerly (newer SDKs): memwarden's tool runs while the reply streams, after the web_fetch before it
+    in the same reply has run; it records that call first, so the save is held."""
+    import inspect
+
+    if "run_tools_eagerly" not in inspect.signature(anthropic.Anthropic().beta.messages.tool_runner).parameters:
+        pytest.skip("this anthropic SDK has no run_tools_eagerly")
+    client = anthropic.Anthropic(base_url=llm.base_url, api_key="offline")
+    with store.session(scope) as s:
+        runner = an.Memwarden(s).tool_runner(
+            client, model="fake", max_tokens=100, stream=True, run_tools_eagerly=True, tools=[_anthropic_web_fetch()],
+            messages=[{"role": "user", "content": "read https://x.example/ and remember: User prefers tea in one go"}])
+        for item in runner:
+            for _event in item:
+                pass
+    assert _trust(store) == ["untrusted"]
+
+
+@pytest.mark.parametrize("loop", ["chat", "responses"])
+def test_openai_raw_same_reply_fetch_and_save_is_held(llm: Any, store: MemoryService, scope: memwarden.Scope,
+                                                      loop: str) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=llm.base_url + "/v1", api_key="offline")
+    with store.session(scope) as s:
+        run = _chat_loop if loop == "chat" else _responses_loop
+        out = run(client, oai.Memwarden(s), "read https://x.example/ and remember: User prefers tea in one go")
+        assert '"status": "review"' in out or "Done" in out
+    assert _trust(store) == ["untrusted"]
+
+
+def test_agents_same_reply_fetch_and_save_is_held_in_a_real_run(llm: Any, store: MemoryService,
+                                                                scope: memwarden.Scope) -> None:
+    from agents import function_tool
+
+    @function_tool
+    def web_fetch(url: str) -> str:
+        """Fetch a page."""
+        return "page text"
+
+    async def main() -> list[str]:
+        with store.session(scope) as s:
+            mw = oa.Memwarden(s)
+            agent = mw.agent(Agent(name="a", instructions="hi", tools=[web_fetch], model=_model(llm)))
+            await Runner.run(agent, "read https://x.example/ and remember: User prefers tea in one go",
+                             run_config=RunConfig(tracing_disabled=True))
+        return _trust(store)
+
+    assert asyncio.run(main()) == ["untrusted"]

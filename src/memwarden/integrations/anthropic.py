@@ -13,10 +13,12 @@ Tool runner (3 lines of glue)::
 session's frozen memory block before ``system`` (P1), and returns the SDK's runner wrapped so that **every** tool
 call of the run reaches the session's taint ledger (T1) before the runner executes any tool of that response: the
 application's own tools (``tool_use``), server tools (``server_tool_use``: web search, web fetch, code execution
-— all taint by default) and MCP connector calls (``mcp_tool_use``, as ``<server>__<tool>``). Tool calls already in
-``messages`` (earlier turns) are recorded when the runner is made; a ``tool_result`` whose call is not there is
-untrusted ingest. Both the sync client (``Anthropic``) and the async one (``AsyncAnthropic``, with an
-:class:`memwarden.AsyncSession` or a sync session run on its store's pool) work, streaming or not.
+— all taint by default) and MCP connector calls (``mcp_tool_use``, as ``<server>__<tool>``). With
+``run_tools_eagerly`` (newer SDKs run a tool while its reply streams) memwarden's tools first record the reply's
+calls that came before them. Tool calls already in ``messages`` (earlier turns) are recorded when the runner is
+made; a ``tool_result`` whose call is not there is untrusted ingest. Both the sync client (``Anthropic``) and the
+async one (``AsyncAnthropic``, with an :class:`memwarden.AsyncSession` or a sync session run on its store's pool)
+work, streaming or not.
 
 Plain Messages tool use (your own loop)::
 
@@ -101,6 +103,7 @@ class _Tool(BetaBuiltinFunctionTool):
         return dict(self.schema)
 
     def call(self, input: object) -> str:
+        self.mw.record_messages(self.mw._streamed_so_far())
         if not self.mw._recording:
             self.mw._sync().record_ingest(f"{self.schema['name']} called by a tool runner memwarden does not "
                                           "record", UNREPORTED)
@@ -118,6 +121,7 @@ class _AsyncTool(BetaAsyncBuiltinFunctionTool):
 
     async def call(self, input: object) -> str:
         s = self.mw.async_session
+        await self.mw.arecord_messages(self.mw._streamed_so_far())
         if not self.mw._recording:
             await s.record_ingest(f"{self.schema['name']} called by a tool runner memwarden does not record",
                                   UNREPORTED)
@@ -134,6 +138,7 @@ class Memwarden:
         self.async_session: AsyncSession = as_async(session)
         self._seen: set[str] = set()
         self._recording = 0  # > 0 while a runner made by tool_runner() is running
+        self._current: Any = None  # the reply stream a streaming runner is on
         schemas = self.async_session.tool_schemas("anthropic")
         self.tool_params: list[dict[str, Any]] = schemas
         """memwarden's tools as plain Messages API tool definitions (``tools=[...]``)."""
@@ -144,6 +149,15 @@ class Memwarden:
 
     def _sync(self) -> Session:
         return self.async_session.session
+
+    def _streamed_so_far(self) -> list[Any]:
+        """With ``run_tools_eagerly`` a tool runs while its reply still streams: the reply's blocks before the
+        last one (complete by then; the last may still be streaming) as a message, so the calls the model made
+        before this one are in the ledger first."""
+        stream = self._current
+        snapshot = getattr(stream, "current_message_snapshot", None) if stream is not None else None
+        blocks = _blocks(snapshot)
+        return [{"role": "assistant", "content": blocks[:-1]}] if len(blocks) > 1 else []
 
     def system(self, base: str | Iterable[dict[str, Any]] | None = None) -> Any:
         """``base`` (a string or a list of text blocks) with the frozen memory block before it (P1)."""
@@ -224,11 +238,14 @@ class _RecordingRunner:
                 streamed = hasattr(item, "get_final_message")
                 if not streamed:
                     mw.record_messages([item])
+                mw._current = item if streamed else None
                 yield item
                 if streamed:  # the stream is read by now (or is read here): record before the tools run
                     mw.record_messages([_final(item)])
+                mw._current = None
         finally:
             mw._recording -= 1
+            mw._current = None
 
     def until_done(self) -> Any:
         for _ in self:
@@ -256,11 +273,14 @@ class _AsyncRecordingRunner:
                 streamed = hasattr(item, "get_final_message")
                 if not streamed:
                     await mw.arecord_messages([item])
+                mw._current = item if streamed else None
                 yield item
                 if streamed:
                     await mw.arecord_messages([await item.get_final_message()])
+                mw._current = None
         finally:
             mw._recording -= 1
+            mw._current = None
 
     async def until_done(self) -> Any:
         async for _ in self:
