@@ -548,3 +548,44 @@ def test_agents_same_reply_fetch_and_save_is_held_in_a_real_run(llm: Any, store:
         return _trust(store)
 
     assert asyncio.run(main()) == ["untrusted"]
+
+
+def test_openai_raw_async_loop(llm: Any, db_path: Path, scope: memwarden.Scope) -> None:
+    import openai
+
+    async def loop(client: Any, mw: oai.Memwarden, text: str) -> str:
+        items: list[Any] = [{"role": "user", "content": text}]
+        for _ in range(5):
+            r = await client.responses.create(model="fake", instructions=mw.system(), input=items,
+                                              tools=mw.responses_tools)
+            if not any(o.type == "function_call" for o in r.output):
+                return str(r.output_text)
+            items += [o.model_dump(exclude_none=True) for o in r.output] + await mw.atool_results(r)
+        raise AssertionError("no answer")
+
+    async def main() -> tuple[str, str]:
+        client = openai.AsyncOpenAI(base_url=llm.base_url + "/v1", api_key="offline")
+        async with await memwarden.open_async(db_path) as store:
+            async with await store.session(scope) as s:
+                first = await loop(client, oai.Memwarden(s), "remember: User prefers tea")
+            async with await store.session(scope) as s:
+                mw = oai.Memwarden(s)
+                await mw.arecord([{"type": "web_search_call", "id": "ws1", "status": "completed"}])
+                second = await loop(client, mw, "remember: User prefers coffee")
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert '"status": "accepted"' in first and '"status": "review"' in second
+
+
+def test_anthropic_plain_messages_async(db_path: Path, scope: memwarden.Scope) -> None:
+    async def main() -> list[dict[str, Any]]:
+        async with await memwarden.open_async(db_path) as store, await store.session(scope) as s:
+            mw = an.Memwarden(s)
+            return await mw.atool_results({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "a", "name": "web_fetch", "input": {"url": "https://x.example/"}},
+                {"type": "tool_use", "id": "b", "name": "memory_save", "input": {"content": "User prefers tea"}}]})
+
+    results = asyncio.run(main())
+    assert [r["tool_use_id"] for r in results] == ["b"]
+    assert json.loads(results[0]["content"])["status"] == "review"

@@ -25,6 +25,7 @@ Plain Messages tool use (your own loop)::
     msg = client.messages.create(model=…, system=mw.system("You are helpful."), tools=[*mine, *mw.tool_params], …)
     results = mw.tool_results(msg)   # records every tool call of msg; runs memwarden's, returns their tool_result
                                      # blocks (your loop runs its own tools and sends all results back)
+    # AsyncAnthropic: results = await mw.atool_results(msg)
 
 **Fail closed without the recording.** memwarden's runnable tools, called by a runner that is not the one
 :meth:`Memwarden.tool_runner` returned (e.g. ``client.beta.messages.tool_runner(tools=mw.tools, …)`` by hand),
@@ -192,6 +193,27 @@ class Memwarden:
                 result = self._sync().call_tool(str(_field(block, "name")), _field(block, "input"))
                 out.append({"type": "tool_result", "tool_use_id": str(_field(block, "id")),
                             "content": json.dumps(result, ensure_ascii=False), "is_error": "error" in result})
+        return out
+
+    async def atool_results(self, message: Any) -> list[dict[str, Any]]:
+        """:meth:`tool_results` for ``AsyncAnthropic``: recording and memwarden's calls in one hop on the store's
+        pool, in the session's order."""
+        calls = calls_in([message], self._seen)
+        names = {t["name"] for t in self.tool_params}
+        mine = [(str(_field(b, "id")), str(_field(b, "name")), _field(b, "input")) for b in _blocks(message)
+                if _field(b, "type") == "tool_use" and _field(b, "name") in names]
+
+        def work(s: Session) -> list[dict[str, Any]]:
+            _items.record(s, calls)
+            out = []
+            for block_id, name, args in mine:
+                result = s.call_tool(name, args)
+                out.append({"type": "tool_result", "tool_use_id": block_id,
+                            "content": json.dumps(result, ensure_ascii=False), "is_error": "error" in result})
+            return out
+
+        out = await self.async_session.run(work)
+        self._seen.update(k for k, _, _ in calls if k)
         return out
 
     # --- the tool runner ---------------------------------------------------------------------------------------

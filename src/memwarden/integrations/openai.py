@@ -23,8 +23,9 @@ file search, code interpreter, …: they taint) and hosted MCP calls (``<server_
 message or item list (history from earlier turns: a tool output whose call is not in it is untrusted ingest).
 The schemas are strict-mode by default; the dispatcher takes a strict-mode null as "omitted".
 
-Needs no SDK import (works on the SDK's response objects or plain dicts); the ``openai`` extra only pins a
-version the tests check the schemas against. Every call goes through :meth:`memwarden.Session.call_tool`.
+``AsyncOpenAI``: ``await mw.atool_results(r)`` and ``await mw.arecord(items)`` run on the store's pool. Needs no
+SDK import (works on the SDK's response objects or plain dicts); the ``openai`` extra only pins a version the
+tests check the schemas against. Every call goes through :meth:`memwarden.Session.call_tool`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memwarden.aio import AsyncSession, as_async
 from memwarden.integrations import _items
 from memwarden.session import Session
 
@@ -39,16 +41,18 @@ __all__ = ["Memwarden"]
 
 
 class Memwarden:
-    """memwarden for one session of an application driving the OpenAI SDK itself."""
+    """memwarden for one session of an application driving the OpenAI SDK itself. ``session``: the
+    :class:`memwarden.Session` or :class:`memwarden.AsyncSession` the application opened with the user's scope.
+    The plain methods run in the calling thread; the ``a``-prefixed ones (for ``AsyncOpenAI``) run on the store's
+    pool, in the session's order."""
 
-    def __init__(self, session: Session, *, strict: bool = True) -> None:
-        if not isinstance(session, Session):
-            raise TypeError("Memwarden takes the memwarden Session the application opened (store.session(scope))")
-        self.session = session
+    def __init__(self, session: Session | AsyncSession, *, strict: bool = True) -> None:
+        self.async_session: AsyncSession = as_async(session)
+        self.session: Session = self.async_session.session
         self._seen: set[str] = set()
-        self.chat_tools: list[dict[str, Any]] = session.tool_schemas("chat_completions", strict=strict)
+        self.chat_tools: list[dict[str, Any]] = self.session.tool_schemas("chat_completions", strict=strict)
         """memwarden's tools for ``client.chat.completions.create(tools=[...])``."""
-        self.responses_tools: list[dict[str, Any]] = session.tool_schemas("responses", strict=strict)
+        self.responses_tools: list[dict[str, Any]] = self.session.tool_schemas("responses", strict=strict)
         """memwarden's tools for ``client.responses.create(tools=[...])``."""
         self._names = {t["name"] for t in self.responses_tools}
 
@@ -57,14 +61,39 @@ class Memwarden:
         block = self.session.system_block()
         return block if not base else f"{block}\n\n{base}"
 
+    # --- which calls, and what memwarden runs ------------------------------------------------------------------
+
+    def _new_calls(self, items: list[Any], *, history: bool) -> list[_items.Call]:
+        return (_items.chat_calls(items, self._seen, history=history)
+                + _items.responses_calls(items, self._seen, history=history))
+
+    def _memwarden_calls(self, items: list[Any]) -> list[tuple[str, str, str, Any]]:
+        """("chat" | "responses", call id, tool name, arguments) of memwarden's calls among ``items``."""
+        out = []
+        for raw in items:
+            item = _items.plain(raw)
+            for call in item.get("tool_calls") or ():  # Chat Completions
+                c = _items.plain(call)
+                fn = _items.plain(c.get("function") or {})
+                if fn.get("name") in self._names:
+                    out.append(("chat", str(c.get("id") or ""), str(fn["name"]), fn.get("arguments")))
+            if item.get("type") == "function_call" and item.get("name") in self._names:  # Responses
+                out.append(("responses", str(item.get("call_id") or ""), str(item["name"]), item.get("arguments")))
+        return out
+
+    @staticmethod
+    def _result(api: str, call_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(result, ensure_ascii=False)
+        if api == "chat":
+            return {"role": "tool", "tool_call_id": call_id, "content": text}
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+    # --- sync ----------------------------------------------------------------------------------------------------
+
     def record(self, conversation: Any) -> None:
         """Record the tool calls in a response, a message, or a list of Chat Completions messages or Responses
-        items not recorded yet (T1)."""
-        items = _items_of(conversation)
-        self._remember(_items.chat_calls(items, self._seen, history=True)
-                       + _items.responses_calls(items, self._seen, history=True))
-
-    def _remember(self, calls: list[_items.Call]) -> None:
+        items not recorded yet (T1); a tool output whose call is not in it is untrusted ingest."""
+        calls = self._new_calls(_items_of(conversation), history=True)
         if calls:
             _items.record(self.session, calls)
             self._seen.update(k for k, _, _ in calls if k)
@@ -74,22 +103,34 @@ class Memwarden:
         output items), then run memwarden's calls; returns their results in the API's shape: ``{"role": "tool",
         "tool_call_id", "content"}`` messages for Chat Completions, ``function_call_output`` items for Responses."""
         items = _items_of(response)
-        self._remember(_items.chat_calls(items, self._seen, history=False)
-                       + _items.responses_calls(items, self._seen, history=False))
-        out: list[dict[str, Any]] = []
-        for raw in items:
-            item = _items.plain(raw)
-            for call in item.get("tool_calls") or ():  # Chat Completions
-                c = _items.plain(call)
-                fn = _items.plain(c.get("function") or {})
-                if fn.get("name") in self._names:
-                    result = self.session.call_tool(str(fn["name"]), fn.get("arguments"))
-                    out.append({"role": "tool", "tool_call_id": str(c.get("id") or ""),
-                                "content": json.dumps(result, ensure_ascii=False)})
-            if item.get("type") == "function_call" and item.get("name") in self._names:  # Responses
-                result = self.session.call_tool(str(item["name"]), item.get("arguments"))
-                out.append({"type": "function_call_output", "call_id": str(item.get("call_id") or ""),
-                            "output": json.dumps(result, ensure_ascii=False)})
+        calls = self._new_calls(items, history=False)
+        if calls:
+            _items.record(self.session, calls)
+            self._seen.update(k for k, _, _ in calls if k)
+        return [self._result(api, cid, self.session.call_tool(name, args))
+                for api, cid, name, args in self._memwarden_calls(items)]
+
+    # --- async (AsyncOpenAI) -------------------------------------------------------------------------------------
+
+    async def arecord(self, conversation: Any) -> None:
+        """:meth:`record` on the store's pool."""
+        calls = self._new_calls(_items_of(conversation), history=True)
+        if calls:
+            await self.async_session.run(lambda s: _items.record(s, calls))
+            self._seen.update(k for k, _, _ in calls if k)
+
+    async def atool_results(self, response: Any) -> list[dict[str, Any]]:
+        """:meth:`tool_results` on the store's pool (recording and memwarden's calls in one hop, in order)."""
+        items = _items_of(response)
+        calls = self._new_calls(items, history=False)
+        mine = self._memwarden_calls(items)
+
+        def work(s: Session) -> list[dict[str, Any]]:
+            _items.record(s, calls)
+            return [self._result(api, cid, s.call_tool(name, args)) for api, cid, name, args in mine]
+
+        out = await self.async_session.run(work)
+        self._seen.update(k for k, _, _ in calls if k)
         return out
 
 
