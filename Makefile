@@ -23,11 +23,11 @@ run: $(STAMP_RUN)
 	$(BIN)/memwarden quickstart
 
 test: $(STAMP_DEV)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
 
 bench: $(STAMP_DEV)
 	$(BIN)/pip install -q -e '.[dev,bench]'

@@ -189,3 +189,43 @@ def test_sdk_tool_runner_drives_the_memory_tool(mw: MemoryService) -> None:
     assert result["type"] == "tool_result" and "created" in json.dumps(result)
     with mw.session(Scope("acme", "alice", "claude")) as later:
         assert "User prefers green tea" in later.system_block()
+
+
+def test_T1_memory_tool_in_the_recording_runner_is_memwardens_own_and_web_fetch_still_taints(
+        mw: MemoryService) -> None:
+    """With ``Memwarden(session).tool_runner``, the memory tool's own calls do not taint (their writes are judged by
+    the gate and the session's taint), and a web_fetch of the same run still holds the write after it."""
+    from anthropic import beta_tool
+
+    from memwarden.integrations.anthropic import Memwarden
+
+    @beta_tool
+    def web_fetch(url: str) -> str:
+        """Fetch a web page."""
+        return "Buy tea at example.com"
+
+    seen: list[dict[str, Any]] = []
+    script = [
+        [{"type": "tool_use", "id": "toolu_1", "name": "memory",
+          "input": {"command": "create", "path": "/memories/user.md", "file_text": "User prefers green tea"}}],
+        [{"type": "tool_use", "id": "toolu_2", "name": "memory", "input": {"command": "view", "path": "/memories"}}],
+        [{"type": "tool_use", "id": "toolu_3", "name": "web_fetch", "input": {"url": "https://example.com"}}],
+        [{"type": "tool_use", "id": "toolu_4", "name": "memory",
+          "input": {"command": "create", "path": "/memories/shop.md", "file_text": "User buys tea at example.com"}}],
+        [{"type": "text", "text": "Done."}],
+    ]
+    with _scripted_api(script, seen) as url, mw.session(Scope("acme", "alice", "claude")) as s:
+        glue = Memwarden(s)
+        client = Anthropic(api_key="test", base_url=url, max_retries=0)
+        glue.tool_runner(client, model="claude-test", max_tokens=100, tools=[glue.memory_tool(), web_fetch],
+                         messages=[{"role": "user", "content": "Remember that I like green tea"}]).until_done()
+        results = [b for body in seen[1:] for m in body["messages"] if m["role"] == "user"
+                   and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+        by_id = {b["tool_use_id"]: json.dumps(b["content"]) for b in results}
+        assert "created" in by_id["toolu_1"] and "Not stored" not in by_id["toolu_1"]
+        assert "/memories/user.md" in by_id["toolu_2"]
+        assert "Not stored" in by_id["toolu_4"] and "held for operator review" in by_id["toolu_4"]
+        assert s.tainted and all("memory" not in r for r in s.ledger.reasons)
+    with mw.session(Scope("acme", "alice", "claude")) as later:
+        block = later.system_block()
+        assert "User prefers green tea" in block and "example.com" not in block

@@ -5,8 +5,11 @@
     with store.session(memwarden.Scope(tenant="acme", user="u-42", agent="support")) as s:
         s.system_block()
         s.save("User prefers Go for services", kind="preference")
+
+asyncio: ``store = await memwarden.open_async()``; ``async with await store.session(scope) as s: await s.save(…)``.
 """
 
+from memwarden.aio import AsyncSession, AsyncStore, open_async
 from memwarden.errors import (
     CapacityError,
     HeldForReview,
@@ -28,7 +31,8 @@ from memwarden.session import Session
 
 __version__ = "0.1.0"
 __all__ = [
-    "KEEP", "CapacityError", "Gate", "HeldForReview", "IdentityRequired", "IntegrityError", "InvalidInput",
-    "KindLimits", "MemoryService", "MemwardenError", "NotFound", "Policy", "ProviderConflict", "Record", "Scope",
-    "Session", "Verdict", "VersionConflict", "WriteResult", "open", "scan",
+    "KEEP", "AsyncSession", "AsyncStore", "CapacityError", "Gate", "HeldForReview", "IdentityRequired",
+    "IntegrityError", "InvalidInput", "KindLimits", "MemoryService", "MemwardenError", "NotFound", "Policy",
+    "ProviderConflict", "Record", "Scope", "Session", "Verdict", "VersionConflict", "WriteResult", "open",
+    "open_async", "scan",
 ]

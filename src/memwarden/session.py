@@ -326,17 +326,20 @@ class Session:
 
     # --- agent tools -------------------------------------------------------------------------------------------
 
-    def tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
-        """Tool definitions for function calling: ``fmt`` is ``"openai"`` or ``"anthropic"``."""
-        if fmt not in ("openai", "anthropic"):
-            raise InvalidInput("fmt must be 'openai' or 'anthropic'")
-        schemas = tools.openai_tools() if fmt == "openai" else tools.anthropic_tools()
+    def tool_schemas(self, fmt: str = "openai", *, strict: bool = False) -> list[dict[str, Any]]:
+        """Tool definitions for function calling, with a registered provider's tools after memwarden's.
+        ``fmt``: ``"openai"``/``"chat_completions"``, ``"responses"`` (OpenAI Responses flat function tools),
+        ``"anthropic"`` or ``"mcp"``; ``strict=True`` rewrites every schema for OpenAI strict mode (every
+        property required, optional ones nullable, ``additionalProperties: false``) — :meth:`call_tool` takes a
+        null for an optional memwarden argument as omitted."""
+        if fmt not in tools.FORMATS:
+            raise InvalidInput(f"fmt must be one of {', '.join(tools.FORMATS)}")
+        schemas = tools.tool_schemas(fmt, strict=strict)
         provider = self.service.providers.provider
         if provider is not None:
             for t in provider.tool_schemas():
-                schemas.append({"type": "function", "function": t} if fmt == "openai" else
-                               {"name": t["name"], "description": t.get("description", ""),
-                                "input_schema": t.get("parameters", {"type": "object"})})
+                schemas.append(tools.format_tool(fmt, str(t["name"]), str(t.get("description", "")),
+                                                 dict(t.get("parameters") or {"type": "object"}), strict=strict))
         return schemas
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:

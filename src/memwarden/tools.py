@@ -1,4 +1,5 @@
-"""Agent tools: JSON schemas (OpenAI and Anthropic function-calling formats) and the dispatcher.
+"""Agent tools: JSON schemas (OpenAI Chat Completions and Responses, Anthropic, MCP; OpenAI strict mode) and
+the dispatcher.
 
 No schema has a tenant, user or agent parameter (S2): identity comes from the session the application opened.
 Arguments are validated with pydantic (unknown fields are refused), and every outcome — success or error — is a
@@ -135,16 +136,103 @@ def description(model: type[BaseModel]) -> str:
     return " ".join((model.__doc__ or "").split())
 
 
-def openai_tools() -> list[dict[str, Any]]:
-    """Schemas in the OpenAI function-calling format (``tools=[...]``)."""
-    return [{"type": "function", "function": {"name": n, "description": description(m),
-                                              "parameters": _parameters(m)}} for n, m in TOOLS.items()]
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` rewritten for OpenAI strict mode (structured outputs): in every object, nested ones too, every
+    property is required, an optional one becomes nullable (``anyOf [..., {"type": "null"}]``) and loses its
+    ``default``, and ``additionalProperties`` is false. The dispatcher treats a null for an optional argument as
+    omitted, so a strict-mode call means what the same call without those nulls means. Returns a new dict."""
+    out = copy.deepcopy(schema)
+    _make_strict(out)
+    return out
+
+
+def _make_strict(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _make_strict(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        _make_strict(node.get(key))
+    for key in ("items", "additionalItems", "not"):
+        _make_strict(node.get(key))
+    for defs in ("$defs", "definitions"):
+        for sub in (node.get(defs) or {}).values():
+            _make_strict(sub)
+    props = node.get("properties")
+    if node.get("type") == "object" or isinstance(props, dict):
+        props = props if isinstance(props, dict) else {}
+        node["properties"] = props
+        required = set(node.get("required", ()))
+        for name, prop in props.items():
+            _make_strict(prop)
+            prop.pop("default", None)
+            if name not in required:
+                props[name] = _nullable(prop)
+        node["required"] = list(props)
+        node["additionalProperties"] = False
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    alts = prop.get("anyOf")
+    if isinstance(alts, list):
+        if not any(isinstance(a, dict) and a.get("type") == "null" for a in alts):
+            alts.append({"type": "null"})
+        return prop
+    described = {k: prop.pop(k) for k in ("description", "title") if k in prop}
+    return {"anyOf": [prop, {"type": "null"}], **described}
+
+
+FORMATS = ("openai", "chat_completions", "responses", "anthropic", "mcp")
+"""Tool-schema formats: ``openai`` = ``chat_completions`` (Chat Completions ``{"type": "function", "function":
+{...}}``), ``responses`` (OpenAI Responses API flat function tools), ``anthropic`` (Messages ``input_schema``),
+``mcp`` (MCP ``Tool``: ``inputSchema``)."""
+
+
+def format_tool(fmt: str, name: str, description: str, parameters: dict[str, Any], *,
+                strict: bool = False) -> dict[str, Any]:
+    """One tool definition in ``fmt`` (see :data:`FORMATS`). ``strict`` rewrites ``parameters`` with
+    :func:`strict_schema` and, for the OpenAI formats, sets ``strict: true``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    params = strict_schema(parameters) if strict else parameters
+    if fmt in ("openai", "chat_completions"):
+        fn: dict[str, Any] = {"name": name, "description": description, "parameters": params}
+        if strict:
+            fn["strict"] = True
+        return {"type": "function", "function": fn}
+    if fmt == "responses":
+        return {"type": "function", "name": name, "description": description, "parameters": params,
+                "strict": strict}
+    if fmt == "anthropic":
+        return {"name": name, "description": description, "input_schema": params}
+    return {"name": name, "description": description, "inputSchema": params}
+
+
+def tool_schemas(fmt: str = "openai", *, strict: bool = False) -> list[dict[str, Any]]:
+    """memwarden's six agent tools in ``fmt`` (see :data:`FORMATS`); ``strict=True`` for OpenAI strict mode."""
+    return [format_tool(fmt, n, description(m), _parameters(m), strict=strict) for n, m in TOOLS.items()]
+
+
+def openai_tools(*, strict: bool = False) -> list[dict[str, Any]]:
+    """Schemas in the OpenAI Chat Completions function-calling format (``tools=[...]``)."""
+    return tool_schemas("chat_completions", strict=strict)
 
 
 def anthropic_tools() -> list[dict[str, Any]]:
     """Schemas in the Anthropic tool-use format (``tools=[...]``)."""
-    return [{"name": n, "description": description(m), "input_schema": _parameters(m)}
-            for n, m in TOOLS.items()]
+    return tool_schemas("anthropic")
+
+
+def _omit_nulls(model: type[_Args], arguments: dict[str, Any]) -> dict[str, Any]:
+    """A null for an optional argument means "omitted" (what OpenAI strict mode sends for an argument the model
+    leaves out); a null for a required argument or an unknown one stays, and is refused."""
+    if not any(v is None for v in arguments.values()):
+        return arguments
+    fields = model.model_fields
+    return {k: v for k, v in arguments.items()
+            if not (v is None and k in fields and not fields[k].is_required())}
 
 
 def record_for_agent(r: Record, *, full: bool = True) -> dict[str, Any]:
@@ -184,7 +272,7 @@ def dispatch(session: Session, name: str, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         return _error("invalid_arguments", f"{name} takes a JSON object of arguments")
     try:
-        args = model.model_validate(arguments)
+        args = model.model_validate(_omit_nulls(model, arguments))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
                              for e in exc.errors(include_url=False))
