@@ -73,7 +73,7 @@ def _discord(rng: random.Random) -> str:
 
 
 def _azure_client_secret(rng: random.Random) -> str:
-    return _r(rng, AN, 3) + str(rng.randint(0, 9)) + "Q~" + _r(rng, AN + "_~.-", 30) + "x0"
+    return _r(rng, AN, 3) + str(rng.randint(0, 9)) + "Q~" + _r(rng, AN + "_~.-", 32) + "x0"
 
 
 # kind -> generator of one fake credential (the whole string is the secret and the expected span).
