@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+from json_server import Reply, Request, json_server
 
 
 def _b64(raw: bytes) -> str:
@@ -84,36 +84,20 @@ def serve_issuer(audience: str) -> Iterator[Issuer]:
     """An issuer on a free loopback port: ``/.well-known/openid-configuration`` and ``/jwks`` (counted)."""
     holder: dict[str, Issuer] = {}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            issuer = holder["issuer"]
-            if self.path == "/.well-known/openid-configuration":
-                body = {"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks"}
-            elif self.path == "/jwks":
-                issuer.fetches += 1
-                body = issuer.jwks()
-            else:
-                self.send_error(404)
-                return
-            raw = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+    def answer(req: Request) -> Reply | None:
+        issuer = holder["issuer"]
+        if req.method != "GET":
+            return None
+        if req.path == "/.well-known/openid-configuration":
+            return Reply(body={"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks"})
+        if req.path == "/jwks":
+            issuer.fetches += 1
+            return Reply(body=issuer.jwks())
+        return None
 
-        def log_message(self, *_args: Any) -> None:
-            return
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    holder["issuer"] = Issuer(f"http://127.0.0.1:{httpd.server_address[1]}", audience)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with json_server(answer) as url:
+        holder["issuer"] = Issuer(url, audience)
         yield holder["issuer"]
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _forged(issuer: Issuer) -> str:

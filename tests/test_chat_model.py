@@ -5,16 +5,14 @@ the gate (G1, G5), and every endpoint failure is a report, never an exception in
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import memwarden
+from json_server import Reply, Request, json_server
 from memwarden.chat_model import ChatCompletionsLLM, LLMError
 from memwarden.extract import Extractor
 from memwarden.policy import Policy
@@ -32,40 +30,23 @@ class FakeAPI:
         self.answer: Any = "[]"
         self.status = 200
         self.delay = 0.0
-        api = self
+        self.url = ""
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                api.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                time.sleep(api.delay)
-                payload = (api.answer if isinstance(api.answer, bytes) else json.dumps(
-                    {"id": "c1", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": api.answer},
-                         "finish_reason": "stop"}]}).encode())
-                self.send_response(api.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def reply(self, req: Request) -> Reply:
+        self.requests.append({"path": req.path, "auth": req.headers.get("Authorization"), "body": req.body})
+        body = self.answer if isinstance(self.answer, bytes) else {
+            "id": "c1", "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer},
+                         "finish_reason": "stop"}]}
+        return Reply(self.status, body, self.delay)
 
 
 @pytest.fixture
 def api() -> Iterator[FakeAPI]:
     a = FakeAPI()
-    yield a
-    a.close()
+    with json_server(a.reply) as url:
+        a.url = f"{url}/v1"
+        yield a
 
 
 @pytest.fixture

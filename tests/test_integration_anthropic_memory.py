@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from anthropic import Anthropic
 from anthropic.lib.tools import ToolError
 
 import memwarden
+from json_server import Reply, Request, json_server
 from memwarden.integrations.anthropic_memory import MemwardenMemoryTool
 from memwarden.scope import Scope
 from memwarden.service import MemoryService
@@ -142,32 +141,16 @@ def _scripted_api(script: list[list[dict[str, Any]]], seen: list[dict[str, Any]]
     blocks, then text); yields its base URL. Real HTTP, so it works whatever HTTP library the SDK uses."""
     turns = iter(script)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            content = next(turns)
-            stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
-            payload = json.dumps({
-                "id": f"msg_{len(seen)}", "type": "message", "role": "assistant", "model": body["model"],
-                "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(req: Request) -> Reply:
+        seen.append(req.body)
+        content = next(turns)
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+        return Reply(body={"id": f"msg_{len(seen)}", "type": "message", "role": "assistant",
+                           "model": req.body["model"], "content": content, "stop_reason": stop,
+                           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with json_server(answer) as url:
+        yield url
 
 
 def test_sdk_tool_runner_drives_the_memory_tool(mw: MemoryService) -> None:

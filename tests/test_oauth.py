@@ -19,7 +19,7 @@ from memwarden.oauth import Authenticator, JwtVerifier, OAuthConfig
 from memwarden.rest import ServerConfig, routes
 from memwarden.service import ALL_AGENTS, MemoryService
 from oauth_helpers import REFUSED, Issuer
-from rest_helpers import Api, make_api
+from rest_helpers import Api, free_port, make_api
 
 ISSUER = "https://idp.example.com/realms/acme"
 AUDIENCE = "http://127.0.0.1:8750/mcp"
@@ -300,7 +300,8 @@ def test_i13_serve_refuses_a_bad_issuer_configuration_in_one_line(monkeypatch: p
         raise AssertionError("the server must not start with a bad configuration")
 
     monkeypatch.setattr(uvicorn.Server, "run", never)
-    result = CliRunner().invoke(cli.app, ["serve", *args])
+    # a free port: the default one may be taken on this machine, and serve checks the port before the issuer
+    result = CliRunner().invoke(cli.app, ["serve", "--port", str(free_port()), *args])
     assert result.exit_code == code, result.output
     out = result.output.strip()
     assert out.count("\n") <= 1 and says in out and "Traceback" not in out  # (a new-store note may precede it)
@@ -316,3 +317,4 @@ def test_A3_event_stream_rechecks_an_operator_jwt_each_poll(oauth_api: tuple[Api
     assert polled is not None  # the issuer's token is re-checked by the server's authenticator, and holds
     expired = issuer.token(scope="memwarden:operator", client_id=None, exp=int(time.time()) - 120)
     assert streams._poll(who, expired, 0, ()) is None  # an expired JWT ends the stream at its next poll
+

@@ -4,12 +4,9 @@ one-time upgrade of a store made before these rows were signed. ``doctor`` must 
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memwarden
+from json_server import Reply, Request, json_server
 from memwarden import audit, auth, doctor, upgrade
 from memwarden.cli import app
 from memwarden.retrieval import EMBEDDER_SETTING, TOKENIZER_SETTING
@@ -32,30 +30,10 @@ API_KEY = "sk-test-0123456789abcdef0123456789abcdef"
 class Endpoint:
     """A local OpenAI-compatible embeddings endpoint that records every request it gets (the attacker's)."""
 
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        seen = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                seen.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
-                texts = body.get("input") or []
-                data = [{"index": i, "embedding": [1.0] + [0.0] * 7} for i in range(len(texts))]
-                out = json.dumps({"data": data}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.spec = f"openai:{self.url}#m#8"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+    def __init__(self, url: str, requests: list[dict[str, Any]]) -> None:
+        self.url = url
+        self.spec = f"openai:{url}#m#8"
+        self.requests = requests
 
     def texts(self) -> list[str]:
         return [t for r in self.requests for t in r["body"].get("input", [])]
@@ -63,14 +41,19 @@ class Endpoint:
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[Endpoint]:
-    ep = Endpoint()
-    ep._thread.start()
+    requests: list[dict[str, Any]] = []
+
+    def answer(req: Request) -> Reply:
+        body = req.body if isinstance(req.body, dict) else {}
+        requests.append({"path": req.path, "authorization": req.headers.get("Authorization"), "body": body})
+        texts = body.get("input") or []
+        return Reply(body={"data": [{"index": i, "embedding": [1.0] + [0.0] * 7} for i in range(len(texts))]})
+
     monkeypatch.delenv("MEMWARDEN_EMBEDDER", raising=False)
     monkeypatch.delenv("MEMWARDEN_EMBEDDINGS_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)  # the bearer the attack would carry away
-    yield ep
-    ep.server.shutdown()
-    ep.server.server_close()
+    with json_server(answer) as url:
+        yield Endpoint(url, requests)
 
 
 def _use(store: MemoryService, text: str) -> None:
