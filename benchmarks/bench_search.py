@@ -17,6 +17,12 @@ order.
 
     .venv/bin/python benchmarks/bench_search.py [--total 1000000] [--queries 200] [--dir DIR] [--out FILE]
                                                [--reuse DIR]   # measure an earlier run's databases again
+                                               [--postgres ADMIN_URL]
+
+``--postgres`` (issue 14) builds the same records into a PostgreSQL database migrated for the run (served through
+its application role, dropped afterwards) and measures memwarden's default and hybrid search there too, in the
+same rotation. LangGraph's ``PostgresStore`` is not measured: its vector search needs the pgvector extension
+(without an index configured its ``search(query=…)`` does not rank by the query at all).
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import _postgres
 import memwarden
 from _report import cpu_model, table
 from bench_store import make_items
@@ -84,7 +92,18 @@ def main() -> int:
     ap.add_argument("--reuse", default=None, metavar="DIR",
                     help="measure the databases an earlier run built in DIR (same --total) instead of building")
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--postgres", default=None, metavar="ADMIN_URL",
+                    help="also build and search memwarden on PostgreSQL (a database created on this server for the "
+                         "run, dropped after); not with --reuse")
     args = ap.parse_args()
+    if args.postgres and args.reuse:
+        ap.error("--postgres builds its database in the run: it cannot --reuse one")
+    with ExitStack() as stack:
+        pg = stack.enter_context(_postgres.databases(args.postgres, "mwbench_search")) if args.postgres else None
+        return run(args, pg)
+
+
+def run(args: argparse.Namespace, pg: _postgres.PgTarget | None) -> int:
     from datetime import UTC, datetime
 
     now = datetime.now(UTC)
@@ -103,6 +122,13 @@ def main() -> int:
     svc_default = memwarden.open(Path(tmp) / "mw.db", policy=Policy(limits=limits), durability="normal")
     if svc_default.retrieval.embedder.dim:
         sys.exit("benchmark invalid: $MEMWARDEN_EMBEDDER or the database chose an embedder; unset it")
+    svc_pg = svc_pg_default = None
+    if pg is not None:  # the same two services on PostgreSQL
+        svc_pg = memwarden.open(pg.app_url, policy=Policy(limits=limits))
+        svc_pg.retrieval.set_embedder(emb)
+        svc_pg_default = memwarden.open(pg.app_url, policy=Policy(limits=limits))
+        if svc_pg_default.retrieval.embedder.dim:
+            sys.exit("benchmark invalid: $MEMWARDEN_EMBEDDER or the database chose an embedder; unset it")
 
     def embed(texts: list[str]) -> list[list[float]]:
         return emb.embed(texts).tolist()
@@ -120,6 +146,7 @@ def main() -> int:
     per_filler = 10_000
     plan += [(f"other-{i}", min(per_filler, filler - i * per_filler)) for i in range(math.ceil(filler / per_filler))]
     data: dict[str, tuple[list[str], list[str]]] = {}
+    pg_build_s = 0.0
     t0 = time.perf_counter()
     if args.reuse:
         held = svc.backend.query("SELECT count(*) FROM memories")[0][0]
@@ -142,6 +169,10 @@ def main() -> int:
         if name.startswith("scope-"):
             data[name] = (texts, keys)
         build_memwarden(svc, memwarden.Scope("bench", name, "agent"), texts, args.batch)
+        if svc_pg is not None:
+            t1 = time.perf_counter()
+            build_memwarden(svc_pg, memwarden.Scope("bench", name, "agent"), texts, args.batch)
+            pg_build_s += time.perf_counter() - t1
         build_langgraph(lg, ("bench", name, "agent"), keys, texts, args.batch)
         print(f"built {name}: {count} records ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     build_s = time.perf_counter() - t0
@@ -152,27 +183,39 @@ def main() -> int:
         scope = memwarden.Scope("bench", name, "agent")
         ctx = Context(scope, session_id="q", source_type="user", actor="system:bench")
         picks = rng.sample(range(len(texts)), min(args.queries, len(texts)))
-        sides = {"mw": [], "mwh": [], "lg": []}
+        sides: dict[str, list[float]] = {"mw": [], "mwh": [], "lg": []}
+        if svc_pg is not None:
+            sides.update({"mw_pg": [], "mwh_pg": []})
+        # side → (service, hybrid): the default search of a service opened without an embedder, or the
+        # opt-in hybrid ranking of the one that built the vectors
+        searchers: dict[str, tuple[memwarden.MemoryService, bool]] = {"mw": (svc_default, False), "mwh": (svc, True)}
+        if svc_pg is not None and svc_pg_default is not None:
+            searchers.update({"mw_pg": (svc_pg_default, False), "mwh_pg": (svc_pg, True)})
         hits = dict.fromkeys(sides, 0)
         for j, i in enumerate(picks):
             q = query_for(rng, texts[i])
             names = list(sides)
-            for side in names[j % 3:] + names[:j % 3]:  # the order rotates per query
+            for side in names[j % len(names):] + names[:j % len(names)]:  # the order rotates per query
                 t = time.perf_counter_ns()
                 if side == "lg":
                     got = lg.search(("bench", name, "agent"), query=q, limit=5)
                     sides[side].append((time.perf_counter_ns() - t) / 1e6)
                     hits[side] += any(it.key == keys[i] for it in got)
                     continue
-                found = (svc_default.search(ctx, q, k=5) if side == "mw"
-                         else svc.retrieval.search(ctx, q, 5, ranking=HYBRID))
+                service, hybrid = searchers[side]
+                found = (service.retrieval.search(ctx, q, 5, ranking=HYBRID) if hybrid
+                         else service.search(ctx, q, k=5))
                 sides[side].append((time.perf_counter_ns() - t) / 1e6)
                 hits[side] += any(r.content == texts[i] for r in found)
         n = len(picks)
         results[name] = (sides["mw"], sides["lg"], sides["mwh"])
         for side, label in (("mw", "memwarden `service.search`, default (lexical, verified)"),
+                            ("mw_pg", "memwarden on PostgreSQL `service.search`, default (lexical, verified)"),
                             ("mwh", "memwarden hybrid, hash embedder (opt-in, verified)"),
+                            ("mwh_pg", "memwarden on PostgreSQL hybrid, hash embedder (opt-in, verified)"),
                             ("lg", "LangGraph `SqliteStore.search` (vector, hash embedder)")):
+            if side not in sides:
+                continue
             xs = sides[side]
             rows.append([f"{len(texts):,}", label, f"{statistics.median(xs):.2f}", f"{pct(xs, 95):.2f}",
                          f"{hits[side] / n:.3f}"])
@@ -180,7 +223,15 @@ def main() -> int:
             rows.append(["", f"ratio LangGraph / memwarden {label} (p50, p95)",
                          f"{statistics.median(sides['lg']) / statistics.median(sides[side]):.1f}x",
                          f"{pct(sides['lg'], 95) / pct(sides[side], 95):.1f}x", ""])
+        for side, label in (("mw", "default"), ("mwh", "hybrid")):
+            if side + "_pg" in sides:
+                pgx = sides[side + "_pg"]
+                rows.append(["", f"ratio memwarden {label} PostgreSQL / SQLite (p50, p95)",
+                             f"{statistics.median(pgx) / statistics.median(sides[side]):.1f}x",
+                             f"{pct(pgx, 95) / pct(sides[side], 95):.1f}x", ""])
     built = f"reused {tmp}" if args.reuse else f"built in {tmp} in {build_s:.0f} s"
+    if pg is not None:
+        built += f", of which {pg_build_s:.0f} s the PostgreSQL build; {pg.server}"
     out = [f"bench_search: {args.total:,} records in each database ({built}), {cpu_model()}",
            "", table(["scope size", "store", "p50 ms", "p95 ms", "recall@5"], rows)]
     if "scope-10000" in results:
@@ -197,6 +248,9 @@ def main() -> int:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
     svc.close()
     svc_default.close()
+    for x in (svc_pg, svc_pg_default):
+        if x is not None:
+            x.close()
     lg_conn.close()
     return 0
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import hashlib
 import io
@@ -55,11 +56,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import _postgres
 import memwarden
 from _report import cpu_model, table, us
 from memwarden.policy import DEFAULT_LIMITS, KindLimits
 
 try:
+    from langgraph.store.base import BaseStore
     from langgraph.store.sqlite import SqliteStore
 except ImportError:  # pragma: no cover - the bench extra is missing
     sys.exit("langgraph-checkpoint-sqlite is not installed: .venv/bin/pip install -e '.[dev,bench]'")
@@ -70,12 +73,16 @@ MIN_WRITES_PER_S = 2_000  # durable writes per second
 MAX_SNAPSHOT_MS = 5.0  # session start (frozen block) for a scope of 1,000 records
 
 MW, MW_NORMAL, LG_DEFAULT, LG_WAL = "memwarden", "memwarden-normal", "langgraph-default", "langgraph-wal"
+MW_PG, LG_PG = "memwarden-pg", "langgraph-pg"  # --postgres: the same operations on a PostgreSQL server
 SIDE_LABEL = {
     MW: "memwarden `session.save` (gate+sign+store+FTS+audit), durability=full (default)",
     MW_NORMAL: "memwarden `session.save`, durability=normal (survives kill -9, not power loss)",
     LG_DEFAULT: "LangGraph `SqliteStore.put` (default)",
     LG_WAL: "LangGraph `SqliteStore.put` (WAL, sync FULL)",
+    MW_PG: "memwarden on PostgreSQL `session.save` (same write path, RLS, synchronous_commit=on)",
+    LG_PG: "LangGraph `PostgresStore.put` (as shipped, one connection)",
 }
+SIDES = (MW, MW_NORMAL, LG_DEFAULT, LG_WAL, MW_PG, LG_PG)
 TENANT = "bench"
 AGENT = "agent-1"
 
@@ -286,13 +293,23 @@ def open_langgraph(path: Path, *, wal: bool) -> Iterator[SqliteStore]:
         yield store
 
 
+@contextmanager
+def open_langgraph_pg(url: str, *, pool: int = 0) -> Iterator[BaseStore]:
+    """LangGraph's ``PostgresStore``: as shipped by ``from_conn_string`` (one connection), or with a pool."""
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(url, pool_config={"max_size": pool} if pool else None) as store:
+        store.setup()
+        yield store
+
+
 def saver(session: memwarden.Session) -> Callable[[Item], None]:
     def save(item: Item) -> None:
         session.save(item.content, kind=item.kind, due=item.due)
     return save
 
 
-def putter(store: SqliteStore, ns: tuple[str, ...]) -> Callable[[Item], None]:
+def putter(store: BaseStore, ns: tuple[str, ...]) -> Callable[[Item], None]:
     def put(item: Item) -> None:
         store.put(ns, item.key, {"kind": item.kind, "content": item.content})
     return put
@@ -397,8 +414,18 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
         session = stack.enter_context(svc.session(main_scope))
         config = {MW: pragmas(svc.backend.conn), MW_NORMAL: pragmas(svc_n.backend.conn),
                   LG_DEFAULT: pragmas(lgd.conn), LG_WAL: pragmas(lgw.conn)}
+        pg: _postgres.PgTarget | None = args.pg
+        # --postgres: memwarden through the application role of a migrated database, LangGraph's PostgresStore
+        # as shipped (from_conn_string: one connection) in a database of its own, on the same server
+        svc_pg = session_pg = lgp = None
+        if pg is not None:
+            svc_pg = stack.enter_context(memwarden.open(pg.app_url, key=key, policy=policy))
+            session_pg = stack.enter_context(svc_pg.session(main_scope))
+            lgp = stack.enter_context(open_langgraph_pg(pg.lg_url))
+            config[MW_PG] = config[LG_PG] = pg.server
 
         saved_ids: list[str] = []
+        saved_pg_ids: list[str] = []
 
         def mw_save(item: Item) -> None:
             r = session.save(item.content, kind=item.kind, due=item.due)
@@ -411,26 +438,42 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
             if r.status != "accepted":
                 raise SystemExit(f"benchmark invalid: memwarden did not accept a record ({r.message})")
 
+        def mw_pg_save(item: Item) -> None:
+            assert session_pg is not None
+            r = session_pg.save(item.content, kind=item.kind, due=item.due)
+            if r.status != "accepted":
+                raise SystemExit(f"benchmark invalid: memwarden (PostgreSQL) did not accept a record ({r.message})")
+            saved_pg_ids.append(r.id or "")
+
         # warm-up in a scope/namespace of its own (statement caches, page cache, first-use costs)
-        for mw_store in (svc, svc_n):
+        for mw_store in (svc, svc_n, *([svc_pg] if svc_pg is not None else [])):
             with mw_store.session(memwarden.Scope(TENANT, "u-warmup", AGENT)) as warm_session:
                 for it in warm:
                     warm_session.save(it.content, kind=it.kind)
-        for store in (lgd, lgw):
+        for store in (lgd, lgw, *([lgp] if lgp is not None else [])):
             for it in warm:
                 store.put((TENANT, "u-warmup", "memories"), it.key, {"kind": it.kind, "content": it.content})
 
         # 1. writes: the same n records into one scope / namespace on every side
-        print(f"writes: {args.n:,} records x 4 stores, chunks of {args.chunk} in rotating order",
+        write_sides = {MW: mw_save, MW_NORMAL: mw_normal_save, LG_DEFAULT: putter(lgd, main_ns),
+                       LG_WAL: putter(lgw, main_ns)}
+        if lgp is not None:
+            write_sides.update({MW_PG: mw_pg_save, LG_PG: putter(lgp, main_ns)})
+        print(f"writes: {args.n:,} records x {len(write_sides)} stores, chunks of {args.chunk} in rotating order",
               file=sys.stderr)
-        writes = timed_chunks({MW: mw_save, MW_NORMAL: mw_normal_save, LG_DEFAULT: putter(lgd, main_ns),
-                               LG_WAL: putter(lgw, main_ns)}, items, args.chunk, "writes")
-        ids = list(saved_ids)
+        writes = timed_chunks(write_sides, items, args.chunk, "writes")
+        ids, pg_ids = list(saved_ids), list(saved_pg_ids)
         held = len(svc.list_records(session.context, kind="episode", limit=args.n + 10))
         lg_held = len(lgw.search(main_ns, limit=args.n + 10))
         if held != args.n or lg_held != args.n:
             raise SystemExit(f"benchmark invalid: stored {held} (memwarden) / {lg_held} (LangGraph) "
                              f"of {args.n}")
+        if svc_pg is not None and session_pg is not None and lgp is not None:
+            held = len(svc_pg.list_records(session_pg.context, kind="episode", limit=args.n + 10))
+            lg_held = len(lgp.search(main_ns, limit=args.n + 10))
+            if held != args.n or lg_held != args.n:
+                raise SystemExit(f"benchmark invalid: stored {held} (memwarden, PostgreSQL) / {lg_held} "
+                                 f"(LangGraph PostgresStore) of {args.n}")
 
         # 2. reads of that scope
         print(f"reads: {args.repeat} repetitions", file=sys.stderr)
@@ -459,6 +502,24 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
             "lgw_get": lambda i: found(lgw.get(main_ns, items[picks[i]].key)),
             "lgd_get": lambda i: found(lgd.get(main_ns, items[picks[i]].key)),
         }
+        if svc_pg is not None and session_pg is not None and lgp is not None:
+            pctx, sp, pstore, lp = session_pg.context, session_pg, svc_pg, lgp
+            pg_ops: dict[str, Callable[[int], object]] = {
+                "mw_pg_view": lambda i: has100(sp.view(limit=100)),
+                "mw_pg_list": lambda i: has100(pstore.list_records(pctx, limit=100)),
+                "lgp_search": lambda i: has100(lp.search(main_ns, limit=100)),
+                "mw_pg_get": lambda i: pstore.get(pctx, pg_ids[picks[i]]),
+                "mw_pg_view_id": lambda i: sp.view(pg_ids[picks[i]]),
+                "lgp_get": lambda i: found(lp.get(main_ns, items[picks[i]].key)),
+            }
+            # each PostgreSQL operation next to its SQLite counterparts, in the tables and in the rotation
+            after = {"mw_pg_view": "mw_view", "mw_pg_list": "mw_list", "lgp_search": "lgd_search",
+                     "mw_pg_get": "mw_get", "mw_pg_view_id": "mw_view_id", "lgp_get": "lgd_get"}
+            merged: dict[str, Callable[[int], object]] = {}
+            for k, op in read_ops.items():
+                merged[k] = op
+                merged.update({pk: pg_ops[pk] for pk, base in after.items() if base == k})
+            read_ops = merged
         reads = alternate(read_ops, args.repeat)
         read_labels = {
             "mw_view": "memwarden `session.view(limit=100)` (verify + read audit, durable)",
@@ -469,6 +530,12 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
             "mw_view_id": "memwarden `session.view(id)` (verify + read audit, durable)",
             "lgw_get": "LangGraph `get(ns, key)` (WAL)",
             "lgd_get": "LangGraph `get(ns, key)` (default)",
+            "mw_pg_view": "memwarden on PostgreSQL `session.view(limit=100)` (verify + read audit, durable)",
+            "mw_pg_list": "memwarden on PostgreSQL `service.list_records(limit=100)` (verify, no read audit)",
+            "lgp_search": "LangGraph `PostgresStore.search(ns, limit=100)`",
+            "mw_pg_get": "memwarden on PostgreSQL `service.get(id)` (verify, no read audit)",
+            "mw_pg_view_id": "memwarden on PostgreSQL `session.view(id)` (verify + read audit, durable)",
+            "lgp_get": "LangGraph `PostgresStore.get(ns, key)`",
         }
 
         # 3. snapshot build for a scope of --snapshot-scope records (mixed kinds, some reminders due)
@@ -485,30 +552,49 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
                     snap_ids.append(s.save(it.content, kind=it.kind, due=it.due).id or "")
             for it in data:
                 lgw.put(ns, it.key, {"kind": it.kind, "content": it.content})
-            blocks: set[str] = set()
+            snap_pg_ids: list[str] = []
+            if svc_pg is not None and lgp is not None:
+                with svc_pg.session(scope) as s:
+                    for it in data:
+                        snap_pg_ids.append(s.save(it.content, kind=it.kind, due=it.due).id or "")
+                for it in data:
+                    lgp.put(ns, it.key, {"kind": it.kind, "content": it.content})
+            blocks: dict[str, set[str]] = {"sqlite": set(), "pg": set()}
 
-            def mw_snapshot(_: int, scope: memwarden.Scope = scope, blocks: set[str] = blocks) -> None:
-                s = svc.session(scope)
+            def mw_snapshot(_: int, service: memwarden.MemoryService = svc, scope: memwarden.Scope = scope,
+                            blocks: set[str] = blocks["sqlite"]) -> None:
+                s = service.session(scope)
                 blocks.add(s.snapshot_sha256)
                 stack.callback(s.close)  # closing is not part of the start; done at the end
 
-            def lg_naive(_: int, ns: tuple[str, ...] = ns) -> None:
-                found = lgw.search(ns, limit=10)
+            def lg_naive(_: int, store: BaseStore = lgw, ns: tuple[str, ...] = ns) -> None:
+                found = store.search(ns, limit=10)
                 block = "\n".join(f"- {it.value['content']}" for it in found)
                 hashlib.sha256(block.encode()).hexdigest()
 
-            got = alternate({"mw_session" + case: mw_snapshot, "lg_naive" + case: lg_naive}, args.repeat)
-            if len(blocks) != 1:
+            ops: dict[str, Callable[[int], object]] = {"mw_session" + case: mw_snapshot, "lg_naive" + case: lg_naive}
+            if svc_pg is not None and lgp is not None:
+                ops["mw_pg_session" + case] = functools.partial(mw_snapshot, service=svc_pg, blocks=blocks["pg"])
+                ops["lg_pg_naive" + case] = functools.partial(lg_naive, store=lgp)
+            got = alternate(ops, args.repeat)
+            if len(blocks["sqlite"]) != 1 or len(blocks["pg"]) > 1:
                 raise SystemExit("benchmark invalid: the snapshot changed between identical session starts")
-            with svc.session(scope) as probe_session:
-                shown = probe_session.system_block()
             due = sum(1 for it in data if it.kind == "reminder")
-            block_entries[case] = sum(1 for i in snap_ids if i in shown)
-            snapshot.update(got)
             what = ("a few reminders due" if not case else f"stress: all {due} reminders due in P4's window")
-            snapshot_labels["mw_session" + case] = (
-                f"memwarden session start, {what} ({block_entries[case]} entries in the blocks)")
+            for service, prefix, engine, ids_here in ((svc, "mw_session", "", snap_ids),
+                                                      (svc_pg, "mw_pg_session", " on PostgreSQL", snap_pg_ids)):
+                if service is None or not ids_here:
+                    continue
+                with service.session(scope) as probe_session:
+                    shown = probe_session.system_block()
+                entries = sum(1 for i in ids_here if i in shown)
+                block_entries[prefix.removeprefix("mw_").removesuffix("session") + case] = entries
+                snapshot_labels[prefix + case] = (f"memwarden{engine} session start, {what} ({entries} entries in "
+                                                  "the blocks)")
+            snapshot.update(got)
             snapshot_labels["lg_naive" + case] = "naive: LangGraph `search(ns, limit=10)` + join + sha256"
+            snapshot_labels["lg_pg_naive" + case] = ("naive: LangGraph `PostgresStore.search(ns, limit=10)` + join "
+                                                     "+ sha256")
 
     conc: list[Concurrent] = []
     if args.threads > 1:
@@ -517,7 +603,8 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
         conc = concurrent_writes(args, tmp, key, make_items(args.concurrent, args.seed + 5, [("episode", 1.0)],
                                                             now))
 
-    versions = {p: metadata.version(p) for p in ("memwarden", "langgraph-checkpoint-sqlite")}
+    versions = {p: metadata.version(p) for p in ("memwarden", "langgraph-checkpoint-sqlite",
+                                                  *(("psycopg", "langgraph-checkpoint-postgres") if pg else ()))}
     env = [
         ("machine", f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}"),
         ("python", platform.python_version()),
@@ -529,6 +616,7 @@ def run(args: argparse.Namespace, tmp: Path) -> Results:
          f"median {us(probe.median)} µs, p95 {us(probe.pct(95))} µs"),
         *((f"{SIDE_LABEL[s].split(' (')[0]} config" if s == MW else f"{s} config", config[s])
           for s in (MW, MW_NORMAL, LG_DEFAULT, LG_WAL)),
+        *([("postgresql (memwarden-pg, langgraph-pg)", config[MW_PG])] if pg else []),
         ("load average (1/5/15 min)", f"{'/'.join(f'{x:.2f}' for x in load_before)} before, "
                                       f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} after"),
         ("run", f"n={args.n:,}, snapshot scope={args.snapshot_scope:,}, repeat={args.repeat}, "
@@ -546,27 +634,39 @@ def concurrent_writes(args: argparse.Namespace, tmp: Path, key: str, items: Sequ
     per = len(items) // threads
     policy = bench_policy(len(items), 0)
     out: dict[str, Concurrent] = {}
+    pg: _postgres.PgTarget | None = args.pg
     with ExitStack() as stack:
         svc = stack.enter_context(memwarden.open(tmp / "conc-memwarden.db", key=key, policy=policy))
         lgd = stack.enter_context(open_langgraph(tmp / "conc-lg-default.db", wal=False))
         lgw = stack.enter_context(open_langgraph(tmp / "conc-lg-wal.db", wal=True))
-        sessions = [stack.enter_context(svc.session(memwarden.Scope(TENANT, f"u-conc-{t}", AGENT)))
+
+        def sessions_of(service: memwarden.MemoryService) -> list[memwarden.Session]:
+            return [stack.enter_context(service.session(memwarden.Scope(TENANT, f"u-conc-{t}", AGENT)))
                     for t in range(threads)]
 
-        def mw(t: int) -> Callable[[Item], None]:
-            s = sessions[t]
+        def mw_of(sessions: list[memwarden.Session]) -> Callable[[int], Callable[[Item], None]]:
+            def mw(t: int) -> Callable[[Item], None]:
+                s = sessions[t]
 
-            def save(item: Item) -> None:
-                if s.save(item.content, kind=item.kind).status != "accepted":
-                    raise SystemExit("benchmark invalid: memwarden did not accept a record")
-            return save
+                def save(item: Item) -> None:
+                    if s.save(item.content, kind=item.kind).status != "accepted":
+                        raise SystemExit("benchmark invalid: memwarden did not accept a record")
+                return save
+            return mw
 
         sides: dict[str, tuple[Callable[[int], Callable[[Item], None]], Any]] = {
-            "memwarden `session.save`, durability=full, group commit": (mw, svc),
+            "memwarden `session.save`, durability=full, group commit": (mw_of(sessions_of(svc)), svc),
             "LangGraph `SqliteStore.put` (default)": (lambda t: putter(lgd, (TENANT, f"u-conc-{t}", "m")), None),
             "LangGraph `SqliteStore.put` (WAL, sync FULL)": (lambda t: putter(lgw, (TENANT, f"u-conc-{t}", "m")),
                                                             None),
         }
+        if pg is not None:
+            # the scopes and namespaces u-conc-* are new in the run's PostgreSQL databases too
+            svc_pg = stack.enter_context(memwarden.open(pg.app_url, key=key, policy=policy))
+            lgp = stack.enter_context(open_langgraph_pg(pg.lg_url, pool=threads))
+            sides["memwarden on PostgreSQL `session.save`, group commit"] = (mw_of(sessions_of(svc_pg)), svc_pg)
+            sides[f"LangGraph `PostgresStore.put` (pool of {threads} connections)"] = (
+                lambda t: putter(lgp, (TENANT, f"u-conc-{t}", "m")), None)
         names = list(sides)
         for rnd in range(2):
             for name in names[rnd % len(names):] + names[:rnd % len(names)]:
@@ -619,7 +719,7 @@ def report(r: Results) -> str:
     out = ["### Environment", "", table(["", ""], [list(e) for e in r.env], right=[False, False]), ""]
 
     rows = []
-    for side in (MW, MW_NORMAL, LG_DEFAULT, LG_WAL):
+    for side in (x for x in SIDES if x in r.writes):
         s = r.writes[side]
         rows.append([SIDE_LABEL[side], us(s.median), us(s.pct(95)), us(s.pct(99)), f"{1e9 / s.mean:,.0f}",
                      f"{len(s.ns) * 1e9 / s.wall_ns:,.0f}",
@@ -646,6 +746,9 @@ def report(r: Results) -> str:
     out += [f"### Snapshot build: session start (frozen block + sha256 + session row + 2 audit rows, "
             f"durable) for a scope of {r.snapshot_scope:,} records, {r.repeat} repetitions", "",
             table(["operation", "median ms", "p95 ms", "p99 ms"], rows), ""]
+
+    if MW_PG in r.writes:
+        out += [pg_next_to_sqlite(r), ""]
 
     ratio = mw.median / lgd.median
     throughput = len(mw.ns) * 1e9 / mw.wall_ns
@@ -675,6 +778,47 @@ def report(r: Results) -> str:
     out += ["### Targets (issue 2, acceptance 4)", "",
             table(["target", "goal", "measured", "result"], verdict, right=[False, True, True, False])]
     return "\n".join(out) + "\n"
+
+
+def pg_next_to_sqlite(r: Results) -> str:
+    """``--postgres``: each operation's median on PostgreSQL over its median on SQLite, measured in the same run
+    (memwarden at durability=full against memwarden at full; LangGraph as shipped on both)."""
+    conc = {c.label: c for c in r.concurrent}
+
+    def conc_of(prefix: str) -> Concurrent | None:
+        return next((c for label, c in conc.items() if label.startswith(prefix)), None)
+
+    def row(what: str, pg: float, lite: float, unit: str = "µs") -> list[str]:
+        fmt = (lambda v: ms(v)) if unit == "ms" else (lambda v: us(v))
+        return [what, fmt(lite), fmt(pg), f"{pg / lite:.2f}x"]
+
+    rows = [row("memwarden `session.save`", r.writes[MW_PG].median, r.writes[MW].median),
+            row("LangGraph `put`", r.writes[LG_PG].median, r.writes[LG_DEFAULT].median)]
+    for pg_key, lite_key, what in (("mw_pg_view", "mw_view", "memwarden `session.view(limit=100)`"),
+                                   ("mw_pg_list", "mw_list", "memwarden `service.list_records(limit=100)`"),
+                                   ("mw_pg_get", "mw_get", "memwarden `service.get(id)`"),
+                                   ("mw_pg_view_id", "mw_view_id", "memwarden `session.view(id)`"),
+                                   ("lgp_search", "lgd_search", "LangGraph `search(ns, limit=100)`"),
+                                   ("lgp_get", "lgd_get", "LangGraph `get(ns, key)`")):
+        if pg_key in r.reads:
+            rows.append(row(what, r.reads[pg_key].median, r.reads[lite_key].median))
+    for case, what in (("", "memwarden session start"), ("_due", "memwarden session start, stress")):
+        if "mw_pg_session" + case in r.snapshot:
+            rows.append(row(what, r.snapshot["mw_pg_session" + case].median, r.snapshot["mw_session" + case].median,
+                            "ms"))
+    mw_c, mwp_c = conc_of("memwarden `session.save`"), conc_of("memwarden on PostgreSQL")
+    lg_c, lgp_c = conc_of("LangGraph `SqliteStore.put` (default)"), conc_of("LangGraph `PostgresStore.put`")
+    extra = []
+    for lite_c, pg_c, what in ((mw_c, mwp_c, "memwarden"), (lg_c, lgp_c, "LangGraph")):
+        if lite_c is not None and pg_c is not None:
+            extra.append([f"{what}, {pg_c.threads} concurrent writers: writes/s", f"{lite_c.per_s:,.0f}",
+                          f"{pg_c.per_s:,.0f}", f"{pg_c.per_s / lite_c.per_s:.2f}x"])
+    return "\n".join([
+        "### PostgreSQL next to SQLite (same run; median on PostgreSQL / median on SQLite)", "",
+        table(["operation", "SQLite", "PostgreSQL", "PostgreSQL / SQLite"], rows + extra,
+              right=[False, True, True, True]), "",
+        "(times in µs, session start in ms; the concurrent rows are throughputs: above 1.00x PostgreSQL is faster; "
+        "LangGraph's SQLite row is its shipped default, rollback journal)"])
 
 
 def failed(r: Results) -> bool:
@@ -908,6 +1052,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="after the run, diagnose N more saves: SQL time per statement, WAL frames per "
                          "commit by B-tree, cProfile")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
+    ap.add_argument("--postgres", default=None, metavar="ADMIN_URL",
+                    help="also run every operation on PostgreSQL: memwarden on a database migrated for the run, "
+                         "LangGraph's PostgresStore on another, both created on this server and dropped after "
+                         "(e.g. postgresql://postgres@127.0.0.1:5432/postgres)")
     args = ap.parse_args(argv)
     if args.n < 100 or args.snapshot_scope < 1 or args.repeat < 1 or args.chunk < 1:
         ap.error("need --n >= 100 and positive --snapshot-scope, --repeat and --chunk")
@@ -915,7 +1063,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memwarden-bench-", dir=args.dir) as d:
         tmp = Path(d)
         os.environ.setdefault("MEMWARDEN_ANCHOR_DIR", str(tmp / "anchors"))  # the temporary stores' anchors (I5)
-        results = run(args, tmp)
+        with ExitStack() as stack:
+            args.pg = None
+            if args.postgres:
+                if _postgres.langgraph_postgres() is None:
+                    sys.exit("--postgres needs langgraph-checkpoint-postgres: .venv/bin/pip install -e '.[dev,bench]'")
+                args.pg = stack.enter_context(_postgres.databases(args.postgres, "mwbench_store"))
+            results = run(args, tmp)
         text = report(results)
         print(text)
         if args.out:

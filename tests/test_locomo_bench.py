@@ -78,3 +78,22 @@ def test_bench_locomo_missing_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(tmp_path / "nope.json.gz")])
     assert result.exit_code != 0
     assert "no LoCoMo file" in result.stderr and "Traceback" not in result.output
+
+
+def test_bench_locomo_on_postgres_ranks_next_to_sqlite_and_refuses_a_used_database(
+        tiny: Path, pg_database: tuple[str, str]) -> None:
+    _name, url = pg_database
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(tiny), "--k", "1,5", "--postgres", url])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines()
+               if line.startswith(f"| {locomo.DEFAULT_LABEL}{locomo.PG} |"))
+    assert float(row.split("|")[3]) == 1.0
+    diff = result.stdout.split("recall@k on PostgreSQL minus recall@k on SQLite")[1]
+    assert f"| {locomo.DEFAULT_LABEL} | +0.000 | +0.000 |" in diff
+    again = CliRunner().invoke(app, ["bench", "locomo", "--data", str(tiny), "--k", "5", "--postgres", url])
+    assert again.exit_code != 0 and "already holds records of the tenant 'locomo'" in again.stderr
+
+
+def test_bench_locomo_postgres_takes_a_postgres_url(tiny: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(tiny), "--postgres", str(tmp_path / "x.db")])
+    assert result.exit_code == 2 and "--postgres takes a postgresql:// URL" in result.stderr

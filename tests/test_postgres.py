@@ -358,3 +358,23 @@ def test_writes_of_one_process_share_commits_and_a_serialization_failure_is_retr
 
         with pytest.raises(memwarden.store.base.NotCommitted, match="serialization"):
             backend.run_write(always)
+
+
+@pytest.mark.engines
+def test_Q4_records_folded_into_a_consolidation_are_served_only_through_it(store: MemoryService) -> None:
+    from memwarden.consolidate import consolidate
+    from memwarden.service import Context
+
+    ctx = Context(A, session_id="s-test", source_type="user", actor="system:test", clearance=1)
+    a = store.write(ctx, "The user's team ships the billing API every second Tuesday", kind="fact").id
+    b = store.write(ctx, "The user's team keeps billing API notes in the wiki", kind="fact").id
+    assert a is not None and b is not None
+    assert store.write(ctx, "The user's team ships the billing API every second Tuesday, as agreed", kind="fact",
+                       update_id=b, expected_version=1).id == b
+    other = store.write(ctx, "The billing API dashboard lives in Grafana", kind="fact").id
+    assert {r.id for r in store.search(ctx, "billing API Tuesday", k=10)} >= {a, b}
+    out = consolidate(store, ctx, "fact", threshold=0.5)
+    assert len(out) == 1 and set(out[0].ids) == {a, b}
+    merged = out[0].merged_id
+    found = [r.id for r in store.search(ctx, "billing API Tuesday", k=10)]
+    assert merged in found and a not in found and b not in found and other in found

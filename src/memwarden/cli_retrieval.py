@@ -74,6 +74,10 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
         data: Annotated[Path | None, typer.Option(help="LoCoMo file (default ../shared/data/locomo10.json.gz)")
                         ] = None,
         out: Annotated[Path | None, typer.Option(help="Also write the markdown tables here.")] = None,
+        postgres: Annotated[str | None, typer.Option(
+            "--postgres", show_default=False,
+            help="Also build the default store on this PostgreSQL database (the application URL `memwarden "
+                 "migrate` prints; it must hold no tenant 'locomo' yet) and rank there, next to SQLite.")] = None,
     ) -> None:
         """Recall@k and hit@k on LoCoMo: plain BM25 next to memwarden's modes, in one run."""
         from memwarden.retrieval import locomo
@@ -89,7 +93,12 @@ def register(app: typer.Typer, cli: ModuleType) -> None:
                 from_spec(spec)
             except (ValueError, ImportError) as exc:
                 raise cli.CliError(str(exc), cli.EXIT_USAGE) from None
-        result = locomo.run(path, ks, embedder or [])
+        from memwarden.store import is_postgres
+
+        if postgres is not None and not is_postgres(postgres):
+            raise cli.CliError("--postgres takes a postgresql:// URL (the application URL of a migrated database)",
+                               cli.EXIT_USAGE)
+        result = locomo.run(path, ks, embedder or [], postgres=postgres)
         text = locomo.report(result)
         typer.echo(f"LoCoMo: {result['info']}\n\n{text}")
         if out:

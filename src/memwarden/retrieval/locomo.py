@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from memwarden.errors import InvalidInput
 from memwarden.ids import new_id
 from memwarden.records import SourceType
 from memwarden.retrieval.embedders import Embedder
@@ -131,8 +132,9 @@ def plain_bm25(convs: Sequence[Conversation]) -> Searcher:
     return search
 
 
-def build_store(convs: Sequence[Conversation], db_path: Path, embedder: Embedder | None = None) -> Any:
-    """A memwarden store holding every turn as an episode (real write path); returns (service, id map, stats)."""
+def build_store(convs: Sequence[Conversation], db_path: Path | str, embedder: Embedder | None = None) -> Any:
+    """A memwarden store holding every turn as an episode (real write path); returns (service, id map, stats).
+    ``db_path``: a SQLite file, or a PostgreSQL URL (which must not hold the tenant ``locomo`` yet)."""
     import memwarden
     from memwarden.policy import DEFAULT_LIMITS, KindLimits, Policy
     from memwarden.service import Context
@@ -140,6 +142,10 @@ def build_store(convs: Sequence[Conversation], db_path: Path, embedder: Embedder
     limits = dict(DEFAULT_LIMITS)
     limits["episode"] = KindLimits(1_000_000, 1 << 30)
     svc = memwarden.open(db_path, policy=Policy(limits=limits), durability="normal")
+    if svc.users_of("locomo", limit=1):
+        svc.close()
+        raise InvalidInput("the database already holds records of the tenant 'locomo': build LoCoMo into an empty "
+                           "database")
     if embedder is not None:
         svc.retrieval.set_embedder(embedder)
     where: dict[str, set[str]] = defaultdict(set)  # record id -> dia ids it holds (near-duplicates merge)
@@ -214,13 +220,16 @@ def evaluate(convs: Sequence[Conversation], search: Searcher, ks: Sequence[int])
 
 
 DEFAULT_LABEL = "memwarden default (no vectors: per-scope BM25 + context expansion)"
+PG = ", on PostgreSQL"  # suffix of a configuration measured on the PostgreSQL engine
 TURNS_LABEL = "memwarden default, raw turns stored through record_turns (\"Speaker: words\")"
 
 
 def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), embedders: Sequence[str] = (),
-        db_dir: str | None = None) -> dict[str, Any]:
+        db_dir: str | None = None, postgres: str | None = None) -> dict[str, Any]:
     """Every configuration in one run: the plain BM25 baseline, memwarden's shipped default (no embedder, no
-    model) and its lexical variants, then hybrid ranking for each embedder asked for (``hash``, ``e5``, …)."""
+    model) and its lexical variants, then hybrid ranking for each embedder asked for (``hash``, ``e5``, …).
+    ``postgres``: the application URL of a migrated database where the default store is built too, and the
+    lexical configurations measured again on it (issue 14: the same ranking code on both engines)."""
     from memwarden.retrieval.embedders import from_spec
 
     convs = load(path)
@@ -249,6 +258,15 @@ def run(path: str | Path = DEFAULT_PATH, ks: Sequence[int] = (1, 5, 10, 20), emb
                     results[name] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
             finally:
                 svc.close()
+            if spec == "none" and postgres is not None:
+                t0 = time.perf_counter()
+                svc, where, stats = build_store(convs, postgres, emb)
+                info["build none, PostgreSQL"] = {**stats, "seconds": round(time.perf_counter() - t0, 1)}
+                try:
+                    for name, rk in configs:
+                        results[name + PG] = evaluate(convs, memwarden_searcher(svc, convs, where, rk), ks)
+                finally:
+                    svc.close()
         t0 = time.perf_counter()
         svc, where, stats = build_store_turns(convs, Path(tmp) / "locomo-turns.db")
         info["build raw turns (record_turns)"] = {**stats, "seconds": round(time.perf_counter() - t0, 1)}
@@ -286,4 +304,13 @@ def report(out: dict[str, Any]) -> str:
         n = {cat: len(next(iter(res.values())).by_cat[(cat, k)]) for cat in CATEGORIES}
         parts.append(f"recall@{k} per category\n\n" + table(
             ["configuration", *[f"{CATEGORIES[c]} ({c}, n={n[c]})" for c in CATEGORIES]], rows))
+    rows = []
+    for name, sc in res.items():
+        lite = res.get(name.removesuffix(PG)) if name.endswith(PG) else None
+        if lite is not None:
+            rows.append([name.removesuffix(PG), *[f"{sc.mean(sc.recall, k) - lite.mean(lite.recall, k):+.3f}"
+                                                  for k in ks]])
+    if rows:
+        parts.append("recall@k on PostgreSQL minus recall@k on SQLite (same turns, same queries)\n\n"
+                     + table(["configuration", *[f"recall@{k}" for k in ks]], rows))
     return "\n\n".join(parts)

@@ -24,9 +24,12 @@ ORDER_SQL = {
     Order.ID: " ORDER BY m.id",
 }
 _STATUS = {ACTIVE: "'active'", REVIEW: "'review'"}
-_UNFOLDED = ("NOT EXISTS (SELECT 1 FROM memory_links l JOIN memories d ON d.id = l.derived_id"
-             " WHERE l.source_id = {a}.id AND d.source_type = 'consolidation' AND d.status = 'active'"
-             " AND d.expires_at > %s)")
+# Q4: records folded into an active, live consolidation record are represented by it. Uncorrelated (NOT IN, one
+# hashed subplan per statement; source_id is NOT NULL): as a correlated NOT EXISTS, the planner (whose estimates
+# the policies' current_setting() predicates flatten to one row) probed the scope's memories once per candidate,
+# which made a search of a 1,000-record scope ~10 ms of SQL per candidate read (bench_search --postgres)
+_UNFOLDED = ("{a}.id NOT IN (SELECT l.source_id FROM memory_links l JOIN memories d ON d.id = l.derived_id"
+             " WHERE d.source_type = 'consolidation' AND d.status = 'active' AND d.expires_at > %s)")
 
 # (reach, tenant, user, agents): what backend.Handle.use sets for the policies (schema.scope_predicate)
 Reach = tuple[str, str, str, tuple[str, ...]]
