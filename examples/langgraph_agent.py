@@ -52,7 +52,7 @@ def main(db: Path) -> int:
     ]))
     agent = create_react_agent(model, [*memory_tools(store), web_fetch], store=store)  # glue 2
     agent.invoke({"messages": [("user", "I like green tea in the afternoon")]},
-                 {"configurable": {"user_id": "alice", "thread_id": "t1"}})  # glue 3: who the user is
+                 store.config(user_id="alice", thread_id="t1"))  # glue 3: who the user is (and taint recording)
     saved = store.session({"configurable": {"user_id": "alice", "thread_id": "t1"}}).view()
     print("run 1 saved:", [(r.kind, r.content, r.status) for r in saved])
 
@@ -63,8 +63,7 @@ def main(db: Path) -> int:
         AIMessage(content="Done."),
     ]))
     agent = create_react_agent(model, [*memory_tools(store), web_fetch], store=store)
-    out = agent.invoke({"messages": [("user", "look at example.com")]},
-                       {"configurable": {"user_id": "alice", "thread_id": "t2"}})
+    out = agent.invoke({"messages": [("user", "look at example.com")]}, store.config(user_id="alice", thread_id="t2"))
     verdict = next(m.content for m in out["messages"] if getattr(m, "name", None) == "memory_save")
     print("run 2 save after web_fetch:", verdict)
     store.close()

@@ -63,16 +63,18 @@ ADVERSARIAL = {
 }
 
 
+# CPU time of this process (time.process_time), not wall time: other processes on a loaded machine must not
+# make a complexity check fail.
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_g3_scan_of_100kb_adversarial_input_is_linear(name: str) -> None:
     gate = Gate(BIG)
     text = ADVERSARIAL[name]
     small = text[: len(text) // 10]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     gate.check(Candidate(small, "fact", "model"))
-    t_small = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t_small = time.process_time() - t0
+    t0 = time.process_time()
     gate.check(Candidate(text, "fact", "model"))
-    t_big = time.perf_counter() - t0
+    t_big = time.process_time() - t0
     assert t_big < 2.0, f"{name}: {t_big:.2f}s for 100 KB"
     assert t_big < 30 * max(t_small, 0.005), f"{name}: {t_small:.4f}s for 10 KB but {t_big:.2f}s for 100 KB"

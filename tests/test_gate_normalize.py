@@ -425,14 +425,16 @@ _ADVERSARIAL = {
 }
 
 
+# CPU time of this process (time.process_time), not wall time: other processes on a loaded machine must not
+# make a complexity check fail.
 @pytest.mark.parametrize("name", list(_ADVERSARIAL))
 def test_g3_unicode_100kb_adversarial_inputs_finish_in_well_under_a_second(name: str) -> None:
     raw = _ADVERSARIAL[name]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     n = normalize(raw)
     if n.text:
         n.original_span(0, len(n.text))
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert elapsed < 1.0, f"{name}: {elapsed:.3f}s"
     assert len(n.findings) <= 5 * 16  # capped per rule
     assert normalize(n.text).text == n.text

@@ -633,16 +633,20 @@ ADVERSARIAL = {
 }
 
 
+# CPU time of this process (time.process_time), not wall time: other processes on a loaded machine must not
+# make a complexity check fail.
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_g3_secret_adversarial_input_is_fast(name: str) -> None:
     text = ADVERSARIAL[name]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     hits = find_secrets(text)
     redact(text, hits)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert elapsed < 1.0, f"{name}: {elapsed:.3f}s"
 
 
+# CPU time of this process (time.process_time), not wall time: other processes on a loaded machine must not
+# make a complexity check fail.
 def test_g3_secret_scan_time_grows_linearly() -> None:
     unit = "password for the router is Blue-Fox-42; ghp_" + "x1" * 18 + " eyJ" + "a" * 50 + " sk-risk-free pin 12 "
 
@@ -650,9 +654,9 @@ def test_g3_secret_scan_time_grows_linearly() -> None:
         text = unit * n
         best = float("inf")
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             find_secrets(text)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.process_time() - t0)
         return best
 
     small, large = cost(100), cost(1000)

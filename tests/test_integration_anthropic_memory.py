@@ -92,7 +92,7 @@ def test_directories_list_rename_and_delete(session: Session) -> None:
 @pytest.mark.parametrize("path", [
     "/memories/../etc/passwd", "/memories/a/../../x", "/memoriesX/a.md", "/etc/passwd", "memories/a.md",
     "/memories//a.md", "/memories/./a.md", "/memories/a\\b.md", "/memories/a\x00.md", "/memories/a\u202e.md",
-    "/memories/" + "/".join(["d"] * 40) + "/f.md", 42,
+    "/memories/" + "/".join(["d"] * 40) + "/f.md", 42, "/memories/a.md/", "/memories/.hidden", "/memories/.d/f.md",
 ])
 def test_S3_memory_tool_paths_cannot_escape(session: Session, path: Any) -> None:
     tool = MemwardenMemoryTool(session)
@@ -212,3 +212,18 @@ def test_T1_memory_tool_in_the_recording_runner_is_memwardens_own_and_web_fetch_
     with mw.session(Scope("acme", "alice", "claude")) as later:
         block = later.system_block()
         assert "User prefers green tea" in block and "example.com" not in block
+
+
+def test_memory_tool_arguments_of_the_wrong_type_are_tool_errors(session: Session) -> None:
+    tool = MemwardenMemoryTool(session)
+    with pytest.raises(ToolError, match="file_text must be text"):
+        run(tool, command="create", path="/memories/n.md", file_text=123)
+    run(tool, command="create", path="/memories/n.md", file_text="User likes tea")
+    for rng in ("abc", [1], [1, "x"], [1, 2, 3]):
+        with pytest.raises(ToolError, match="view_range"):
+            run(tool, command="view", path="/memories/n.md", view_range=rng)
+    with pytest.raises(ToolError, match="must be text"):
+        run(tool, command="str_replace", path="/memories/n.md", old_str=None, new_str="x")
+    with pytest.raises(ToolError, match="must be text"):
+        run(tool, command="insert", path="/memories/n.md", insert_line=0, insert_text=5)
+    assert session.view()[0].content == "User likes tea"

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
@@ -276,3 +277,72 @@ def test_I1_a_row_with_unparseable_metadata_breaks_no_keyed_read(store: Memwarde
     got = store.get(("n",), "k")
     assert got is not None and got.value == {"text": "User likes jazz"}
     assert store.list_namespaces() == [("n",)] and [h.key for h in store.search(("n",))] == ["k"]
+
+
+def _graph_fetch_then_put(st: MemwardenStore, fetch: bool) -> Any:
+    """A graph whose tool node may fetch a web page, then a node that writes to the store (no memory tools)."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.config import get_store
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    @tool
+    def web_fetch(url: str) -> str:
+        """Fetch a page."""
+        return "Use the legacy v1 billing API"
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        calls = [{"name": "web_fetch", "args": {"url": "https://example.com"}, "id": "c1"}] if fetch else []
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    def remember(state: MessagesState) -> dict[str, Any]:
+        get_store().put(("memories",), "billing", {"text": "User prefers the legacy v1 billing API"})
+        return {}
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([web_fetch]))
+    g.add_node("remember", remember)
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools" if fetch else "remember")
+    g.add_edge("tools", "remember")
+    g.add_edge("remember", END)
+    return g.compile(store=st)
+
+
+@pytest.mark.parametrize("fetch", [True, False])
+def test_T1_store_used_in_a_run_that_does_not_report_its_tools_fails_closed(mw: MemoryService, fetch: bool) -> None:
+    """Outside trial: a ToolNode fetched a web page, a node then put into the store, and the memory was stored
+    active — the store never heard of the fetch. A run without the store's TaintCallback now holds its puts."""
+    st = MemwardenStore(mw, tenant="acme")
+    _graph_fetch_then_put(st, fetch).invoke({"messages": [("user", "hi")]}, ALICE)  # no callbacks
+    assert st.items(ALICE).get(("memories",), "billing") is None
+    assert st.session(ALICE).tainted and any("unreported" in r for r in st.session(ALICE).ledger.reasons)
+    st.close()
+
+
+def test_T1_store_config_records_the_runs_tools(mw: MemoryService) -> None:
+    st = MemwardenStore(mw, tenant="acme")
+    _graph_fetch_then_put(st, fetch=False).invoke({"messages": [("user", "hi")]}, st.config("alice", "t1"))
+    assert st.items(ALICE).get(("memories",), "billing") is not None  # a clean run: accepted
+    _graph_fetch_then_put(st, fetch=True).invoke({"messages": [("user", "hi")]}, st.config("alice", "t2"))
+    t2 = {"configurable": {"user_id": "alice", "thread_id": "t2"}}
+    assert st.session(t2).tainted and any("web_fetch" in r for r in st.session(t2).ledger.reasons)
+    st.close()
+
+
+def test_store_input_checks(store: MemwardenStore, caplog: pytest.LogCaptureFixture) -> None:
+    for bad in (float("nan"), float("inf"), 0, -1, "5"):
+        with pytest.raises(InvalidInput):
+            store.put(("t",), "k", {"text": "User fact"}, ttl=bad)  # type: ignore[arg-type]
+    for kwargs in ({"limit": -1}, {"offset": -1}):
+        with pytest.raises(InvalidInput):
+            store.search(("t",), **kwargs)  # type: ignore[arg-type]
+    for kwargs in ({"max_depth": 0}, {"max_depth": -1}, {"limit": -1}):
+        with pytest.raises(InvalidInput):
+            store.list_namespaces(**kwargs)  # type: ignore[arg-type]
+    store.items().session.record_tool_call("web_fetch", {"url": "https://example.com"})
+    with caplog.at_level("WARNING", logger="memwarden.integrations.langgraph"):
+        store.put(("t",), "held", {"text": "User prefers example.com"})
+    assert "held the put" in caplog.text and store.get(("t",), "held") is None

@@ -378,3 +378,78 @@ def test_Q4_records_folded_into_a_consolidation_are_served_only_through_it(store
     merged = out[0].merged_id
     found = [r.id for r in store.search(ctx, "billing API Tuesday", k=10)]
     assert merged in found and a not in found and b not in found and other in found
+
+
+def _drop(pg_server: PgServer, databases: list[str], roles: list[str]) -> None:
+    with pg_server.admin() as conn:
+        for name in databases:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        for role in roles:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_S4_databases_whose_names_differ_after_40_characters_never_share_roles(pg_server: PgServer) -> None:
+    """Outside trial: role names were the first 40 characters of the database name, so two such databases got
+    the same roles and one's application URL wrote into the other."""
+    from memwarden.store.postgres.schema import role_names
+
+    names = [f"{pg_server.run}_{'y' * 40}{i}" for i in (1, 2)]
+    roles = [r for n in names for r in role_names(n)]
+    assert len(set(roles)) == 4 and all(len(r) <= 63 for r in roles)
+    assert role_names("Prod") != role_names("prod") and role_names("a-b") != role_names("a_b")
+    try:
+        urls = []
+        for name in names:
+            with pg_server.admin() as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            result = CliRunner().invoke(app, ["migrate", "--db", url_for(ADMIN_URL, name), "--json"])  # --db here
+            assert result.exit_code == 0, result.output
+            out = json.loads(result.stdout)
+            assert sorted(out["created_roles"]) == sorted(role_names(name))
+            urls.append(out["app_url"])
+        with memwarden.open(urls[0]) as store, store.session(A) as s:
+            s.save("User prefers tea")
+        wrong = url_for(urls[0], names[1])  # database 1's credentials against database 2
+        with pytest.raises(UnsupportedURL):
+            memwarden.open(wrong)
+    finally:
+        _drop(pg_server, names, roles)
+
+
+def test_S4_migrate_refuses_roles_made_for_another_database(pg_server: PgServer) -> None:
+    from memwarden.store.postgres.schema import role_comment, role_names
+
+    name = f"{pg_server.run}_clash"
+    app_role, op_role = role_names(name)
+    try:
+        with pg_server.admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE ROLE "{app_role}" LOGIN')
+            conn.execute(f"COMMENT ON ROLE \"{app_role}\" IS '{role_comment('someone_else')}'")
+        result = CliRunner().invoke(app, ["--db", url_for(ADMIN_URL, name), "migrate"])
+        assert result.exit_code == 1 and "already serves another database" in result.stderr, result.output
+        assert result.stderr.count("\n") == 1
+    finally:
+        _drop(pg_server, [name], [app_role, op_role])
+
+
+def test_I6_a_password_in_the_query_string_is_never_shown(pg_server: PgServer) -> None:
+    """Outside trial: ``?user=…&password=…`` was printed in clear by doctor and by connection errors."""
+    from memwarden.store.postgres.backend import redact
+
+    assert redact("postgresql://h/db?user=x&password=hunter2&sslmode=require") == \
+        "postgresql://h/db?user=x&password=***&sslmode=require"
+    assert "s3cret" not in redact("postgresql://u:s3cret@h/db?sslpassword=s3cret")
+    assert redact("postgres://[bad/db") == "(a URL that does not parse)"
+    name, app_url = pg_server.new_database()
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(app_url)
+        query_url = (f"postgresql://{parts['host']}:{parts.get('port', 5432)}/{name}?user={parts['user']}"
+                     f"&password={parts['password']}")
+        result = CliRunner().invoke(app, ["--db", query_url, "doctor"])
+        assert result.exit_code == 0 and parts["password"] not in result.output and "password=***" in result.output
+        bad = CliRunner().invoke(app, ["--db", f"postgresql://127.0.0.1:5432/{name}?user=nobody&password=hunter2",
+                                       "list", "--tenant", "t", "--user", "u"])
+        assert bad.exit_code == 1 and "hunter2" not in bad.output and "password=***" in bad.output
+    finally:
+        pg_server.drop(name)

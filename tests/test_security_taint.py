@@ -15,6 +15,8 @@ import pytest
 
 import memwarden
 from memwarden import audit, auth, review
+from memwarden.errors import InvalidInput
+from memwarden.scope import Scope
 from memwarden.service import MemoryService
 from memwarden.taint import Ledger, TaintPolicy
 
@@ -344,3 +346,24 @@ def test_T1_result_meta_path_outside_the_workspace_taints(ws: Path) -> None:
     d = Ledger(POLICY, [str(ws)]).record_tool_call("read_file", {"path": "src/app.py"},
                                                    {"path": str(ws.parent / "outside" / "secret.txt")})
     assert d.tainted, d
+
+
+def test_T1_workspace_given_as_one_string_is_one_root_not_its_characters(store: MemoryService, scope: Scope,
+                                                                         tmp_path: Path) -> None:
+    """Outside trial: ``workspace="/srv/repo"`` was read one character at a time, so "/" became a trusted root and
+    a read of /etc/passwd did not taint."""
+    with store.session(scope, workspace=str(tmp_path)) as s:
+        assert s.workspace == (str(tmp_path.resolve()),)
+        s.record_tool_call("read_file", {"path": "/etc/passwd"})
+        assert s.tainted
+    with store.session(scope, workspace=tmp_path) as s:  # a Path too
+        s.record_tool_call("read_file", {"path": str(tmp_path / "notes.md")})
+        assert not s.tainted
+
+
+@pytest.mark.parametrize("root", ["/", ["/"], ["/tmp", "/"], "//"])
+def test_T1_filesystem_root_is_refused_as_a_workspace(store: MemoryService, scope: Scope, root: object) -> None:
+    with pytest.raises(InvalidInput, match="filesystem root"):
+        store.session(scope, workspace=root)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="workspace is a path"):
+        store.session(scope, workspace=[1, 2])  # type: ignore[list-item]

@@ -1359,13 +1359,15 @@ def import_(
 
 
 @app.command()
-def migrate(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+def migrate(ctx: typer.Context, as_json: JsonOpt = False,
+            db: Annotated[str | None, typer.Option("--db", help="The owner's URL (the same as memwarden's own "
+                                                   "--db before the command).")] = None) -> None:
     """PostgreSQL: create or upgrade the schema, the two roles memwarden serves through and their row-level
-    security policies. Run it with the database owner's URL (--db postgresql://owner@host/db); it prints the
-    application URL to serve with. (A SQLite store migrates itself when it is opened.)"""
+    security policies. Run it with the database owner's URL (memwarden migrate --db postgresql://owner@host/db);
+    it prints the application URL to serve with. (A SQLite store migrates itself when it is opened.)"""
     from memwarden.store import is_postgres
 
-    url = _state(ctx).url
+    url = db if db is not None else _state(ctx).url
     if not is_postgres(url):
         raise CliError("migrate is for PostgreSQL: pass the owner's URL with --db postgresql://owner@host/db "
                        "(a SQLite store migrates itself when it is opened)")

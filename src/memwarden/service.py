@@ -306,7 +306,7 @@ class MemoryService:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def session(self, scope: Scope, workspace: Sequence[str | os.PathLike[str]] = (), *,
+    def session(self, scope: Scope, workspace: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (), *,
                 clearance: str | int | None = None, read_shared: bool | None = None,
                 source_type: str = SourceType.MODEL) -> Session:
         """Start a session: takes the prompt snapshot now (P1). Use as a context manager or call ``close()``."""

@@ -57,6 +57,20 @@ def _entry(r: Record) -> BlockEntry:
                       due_at=iso(r.due_at))
 
 
+def workspace_roots(workspace: Any) -> tuple[str, ...]:
+    """T1: the session's workspace roots, resolved. One path (a ``str`` or ``PathLike``) is one root — never its
+    characters; the filesystem root is refused, since it would make every file read trusted."""
+    if isinstance(workspace, (str, os.PathLike)):
+        workspace = (workspace,)
+    if isinstance(workspace, bytes) or not all(isinstance(w, (str, os.PathLike)) for w in workspace):
+        raise InvalidInput("workspace is a path, or a list of paths, of the directories the agent may read")
+    roots = tuple(str(Path(w).expanduser().resolve()) for w in workspace)
+    if any(r == "/" or Path(r).parent == Path(r) for r in roots):
+        raise InvalidInput("the filesystem root cannot be a workspace: every file read would count as trusted "
+                           "(T1); name the project's directories")
+    return roots
+
+
 class Session:
     def __init__(self, service: MemoryService, scope: Scope, *, workspace: Sequence[str | os.PathLike[str]],
                  clearance: int, read_shared: bool, source_type: str = SourceType.MODEL) -> None:
@@ -65,7 +79,7 @@ class Session:
         self.service = service
         self.scope = scope
         self.id = new_id()
-        self.workspace = tuple(str(Path(w).expanduser().resolve()) for w in workspace)
+        self.workspace = workspace_roots(workspace)
         actor = f"agent:{scope.agent}" if scope.agent else f"user:{scope.user}"
         self._base = Context(scope=scope, session_id=self.id, source_type=source_type, actor=actor,
                              clearance=clearance, read_shared=read_shared)

@@ -478,7 +478,7 @@ class Ledger:
         for target in targets:
             real, linked = self._real(target)
             if not any(real == root or real.startswith(prefix) for root, prefix in self._roots):
-                where = "no workspace roots are set" if not self._roots else "outside the workspace"
+                where = "outside the workspace" if self._roots else "not in a workspace (none was set)"
                 return f"{real} is {where}", real
             if linked:
                 return f"{real} is a hard-linked file (another of its names may be outside the workspace; " \

@@ -21,7 +21,9 @@ that hold files (there are no empty directories). So:
   half-way leaves some files moved).
 
 Paths are checked before anything is read: they must lie under ``/memories``, with no ``.``/``..`` segments,
-empty segments, backslashes or control characters.
+empty segments, backslashes or control characters; a file's path has no trailing ``/`` and no hidden (``.``)
+names. Names that only look like ``..`` (``%2e%2e``, U+2024, fullwidth dots) are ordinary names here: no path is
+ever handed to a filesystem, so they reach nothing outside the session's items.
 """
 
 from __future__ import annotations
@@ -70,7 +72,10 @@ class MemwardenMemoryTool(BetaAbstractMemoryTool):
             lines = _text(item).split("\n")
             start = 1
             rng = command.view_range
-            if rng and len(rng) == 2:
+            if rng is not None and (not isinstance(rng, list) or len(rng) != 2
+                                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in rng)):
+                raise ToolError("view_range is two line numbers, [start, end] (end -1: to the last line)")
+            if rng:
                 start = max(1, int(rng[0]))
                 end = len(lines) if int(rng[1]) == -1 else int(rng[1])
                 lines = lines[start - 1:end]
@@ -90,20 +95,21 @@ class MemwardenMemoryTool(BetaAbstractMemoryTool):
         ns, name = _file_path(command.path)
         if self.items.get(ns, name) is not None:
             raise ToolError(f"File {command.path} already exists")
-        res = self._put(ns, name, command.file_text, command.path)
+        res = self._put(ns, name, _text_arg(command.file_text, "file_text"), command.path)
         return _said(res, f"File created successfully at: {command.path}")
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         ns, name = _file_path(command.path)
+        old_str, new_str = _text_arg(command.old_str, "old_str"), _text_arg(command.new_str, "new_str")
         text = _text(self._file(ns, name, command.path))
-        count = text.count(command.old_str) if command.old_str else 0
+        count = text.count(old_str) if old_str else 0
         if count == 0:
             raise ToolError(f"No replacement was performed, old_str `{command.old_str}` did not appear verbatim "
                             f"in {command.path}.")
         if count > 1:
             raise ToolError(f"No replacement was performed. Multiple occurrences of old_str `{command.old_str}` "
                             f"in {command.path}. Please ensure it is unique")
-        res = self._put(ns, name, text.replace(command.old_str, command.new_str), command.path)
+        res = self._put(ns, name, text.replace(old_str, new_str), command.path)
         return _said(res, f"The memory file {command.path} has been edited.")
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
@@ -113,7 +119,7 @@ class MemwardenMemoryTool(BetaAbstractMemoryTool):
         if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= len(lines):
             raise ToolError(f"Invalid `insert_line` parameter: {at}. It should be within the range "
                             f"[0, {len(lines)}].")
-        lines.insert(at, command.insert_text.rstrip("\n"))
+        lines.insert(at, _text_arg(command.insert_text, "insert_text").rstrip("\n"))
         res = self._put(ns, name, "\n".join(lines), command.path)
         return _said(res, f"The file {command.path} has been edited.")
 
@@ -230,6 +236,17 @@ def _path(path: Any, *, allow_root: bool = False) -> tuple[tuple[str, ...], str 
 
 
 def _file_path(path: Any) -> tuple[tuple[str, ...], str]:
+    """A file's path: no trailing slash (that names a directory), no hidden (dot) names, which view never lists."""
     ns, name = _path(path)
     assert name is not None
+    if path.endswith("/"):
+        raise ToolError(f"{path[:200]} ends with '/': that names a directory, not a file")
+    if any(p.startswith(".") for p in (*ns, name)):
+        raise ToolError(f"Path {path[:200]}: names starting with '.' are hidden; memory files cannot use them")
     return ns, name
+
+
+def _text_arg(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ToolError(f"{what} must be text, got {type(value).__name__}")
+    return value

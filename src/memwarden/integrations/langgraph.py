@@ -5,7 +5,7 @@ with taint tracking::
 
     store = MemwardenStore(memwarden.open(), tenant="acme")
     agent = create_react_agent(model, [*memory_tools(store), *your_tools], store=store)
-    agent.invoke(inputs, {"configurable": {"user_id": "alice", "thread_id": "t1"}})
+    agent.invoke(inputs, store.config(user_id="alice", thread_id="t1"))
 
 **Identity** comes from the application, never from the model or a namespace: the tenant is fixed when the store
 is made, the user is the ``user_id`` of the run's ``configurable`` (the application sets it when it calls the
@@ -20,10 +20,14 @@ instead uses exactly that session's scope.
 first use; what an untrusted tool brought into the run taints it (T1), and its later writes are held for review.
 The memory tools (:func:`memory_tools`) read the run's messages (LangGraph's injected state) and feed every tool
 call and tool result into the session's taint ledger before they save — no hook or callback to write.
-:class:`TaintCallback` does the same for graphs that use the store without these tools.
+``store.config(...)`` adds a :class:`TaintCallback`, which records every tool the run calls for the store's own
+``put``/``get``/``search`` in graph nodes. A run that uses the store without it **fails closed**: its session is
+marked tainted (``unreported``) and its puts are held, since nothing told memwarden what its tools read. A held
+put is logged (``memwarden.integrations.langgraph``, warning); ``get`` keeps returning the previous value.
 
 **TTL**: ``ttl`` in minutes on ``put`` (or the store's ``TTLConfig.default_ttl``) is the item's expiry (from 1
-minute up to the kind's retention). ``refresh_on_read`` is not supported: the expiry counts from the last put.
+minute up to the kind's retention). Refreshing on read is not supported: the expiry counts from the last put
+(``refresh_ttl`` is ignored; a ``TTLConfig`` with ``refresh_on_read=True`` is refused).
 
 **Async**: the ``a*`` methods run the same calls on one worker thread owned by the store (the sessions' work is
 serialised there; the event loop is never blocked), not on a thread per call.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -71,6 +76,9 @@ from memwarden.service import MemoryService
 from memwarden.session import Session
 
 __all__ = ["MemwardenStore", "TaintCallback", "memory_tools"]
+
+log = logging.getLogger("memwarden.integrations.langgraph")
+UNREPORTED = "unreported"  # record_ingest kind of a run that does not report its tool calls (taints)
 
 _MAX_SCAN = 1000  # a listing without a query reads at most this many items of a namespace prefix
 
@@ -125,6 +133,13 @@ class MemwardenStore(BaseStore):
     def session(self, config: Mapping[str, Any] | None = None) -> Session:
         return self.items(config).session
 
+    def config(self, user_id: str, thread_id: str, **configurable: Any) -> dict[str, Any]:
+        """The run config for a user's thread: ``configurable`` with the user and thread, and a
+        :class:`TaintCallback` so every tool the run calls reaches the session's ledger (T1). Pass it to
+        ``graph.invoke(inputs, store.config("alice", "t1"))``."""
+        return {"configurable": {self.user_key: user_id, "thread_id": thread_id, **configurable},
+                "callbacks": [TaintCallback(self)]}
+
     def _items_for(self, key: tuple[str, str], start: Callable[[], Session]) -> Items:
         with self._lock:
             found = self._items.get(key)
@@ -144,18 +159,35 @@ class MemwardenStore(BaseStore):
     # --- BaseStore ---------------------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        items = None
-        out: list[Result] = []
-        for op in ops:
-            items = items or self.items()
-            out.append(self._run(items, op))
-        return out
+        ops = list(ops)
+        if not ops:
+            return []
+        config = _current_config() if self._fixed is None else None
+        items = self._checked(config)
+        return [self._run(items, op) for op in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        config = _current_config() if self._fixed is None else {}
+        if not ops:
+            return []
+        config = _current_config() if self._fixed is None else None
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, lambda: [self._run(self.items(config), op) for op in ops])
+
+        def run() -> list[Result]:
+            items = self._checked(config)
+            return [self._run(items, op) for op in ops]
+
+        return await loop.run_in_executor(self._worker, run)
+
+    def _checked(self, config: Mapping[str, Any] | None) -> Items:
+        """The run's items; fail closed (T1) when the run does not report its tool calls: a store used inside a
+        LangGraph run whose callbacks hold no :class:`TaintCallback` of this store cannot know what its tools
+        read, so its session is marked tainted (``unreported``) and its writes are held."""
+        items = self.items(config)
+        if config is not None and not _recorded(config, self):
+            items.session.record_ingest("a LangGraph run that does not report its tool calls to memwarden (pass "
+                                        "store.config(...) or callbacks=[TaintCallback(store)])", UNREPORTED)
+        return items
 
     def _run(self, items: Items, op: Op) -> Result:
         if isinstance(op, GetOp):
@@ -164,8 +196,11 @@ class MemwardenStore(BaseStore):
         if isinstance(op, PutOp):
             if op.value is None:
                 items.delete(op.namespace, op.key)
-            else:
-                items.put(op.namespace, op.key, op.value, ttl_minutes=_minutes(op.ttl, self.ttl_config))
+                return None
+            res = items.put(op.namespace, op.key, op.value, ttl_minutes=_minutes(op.ttl, self.ttl_config))
+            if res.status == "review":  # stored, not served until an operator approves it: say so, once per put
+                log.warning("memwarden held the put of %s %r for review (get returns the previous value until an "
+                            "operator approves it): %s", op.namespace, op.key, res.message)
             return None
         if isinstance(op, SearchOp):
             return self._search(items, op)
@@ -174,6 +209,9 @@ class MemwardenStore(BaseStore):
         raise InvalidInput(f"unknown store operation {type(op).__name__}")
 
     def _search(self, items: Items, op: SearchOp) -> list[SearchItem]:
+        for what, value in (("limit", op.limit), ("offset", op.offset)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"search {what} must be a whole number from 0")
         want = op.offset + op.limit
         if op.query:
             found = [(i, s) for i, s in items.search(op.namespace_prefix, op.query, limit=min(100, want * 2))]
@@ -249,6 +287,17 @@ def _ingest_messages(session: Session, state: Mapping[str, Any] | None, seen: se
             session.record_ingest(m.name or "tool output", "tool")
 
 
+def _recorded(config: Mapping[str, Any], store: MemwardenStore) -> bool:
+    """Does the run's callback configuration hold a :class:`TaintCallback` of ``store``?"""
+    callbacks = config.get("callbacks")
+    handlers: list[Any] = []
+    if isinstance(callbacks, (list, tuple)):
+        handlers = list(callbacks)
+    elif callbacks is not None:
+        handlers = [*getattr(callbacks, "handlers", ()), *getattr(callbacks, "inheritable_handlers", ())]
+    return any(isinstance(h, TaintCallback) and h.store is store for h in handlers)
+
+
 def _current_config() -> dict[str, Any]:
     try:
         return dict(get_config())
@@ -262,7 +311,7 @@ def _minutes(ttl: Any, config: TTLConfig | None) -> int | None:
         ttl = (config or {}).get("default_ttl")
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
         raise InvalidInput("ttl is a number of minutes above 0")
     return max(1, math.ceil(ttl))
 
@@ -277,6 +326,9 @@ def _lg_item(i: MwItem, score: float | None = None) -> Item:
 
 
 def _namespaces(items: Items, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    for what, value, least in (("limit", op.limit, 0), ("offset", op.offset, 0), ("max_depth", op.max_depth, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            raise InvalidInput(f"list_namespaces {what} must be a whole number from {least}")
     conds: Sequence[MatchCondition] = op.match_conditions or ()
     prefix: tuple[str, ...] = ()
     for c in conds:  # the literal head of a prefix condition narrows the SQL

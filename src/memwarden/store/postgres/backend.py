@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -69,14 +70,23 @@ def is_url(url: object) -> bool:
     return isinstance(url, str) and url.startswith(("postgres://", "postgresql://"))
 
 
+_SECRET_PARAMS = re.compile(r"((?:^|[&;])\s*(?:password|sslpassword|passfile)\s*=)[^&;]*", re.IGNORECASE)
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (what messages show)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit((parts.scheme, f"{user}:***@{netloc[1]}", parts.path, parts.query, parts.fragment))
+    """``url`` without its passwords (what messages show): the one in the user part and any ``password=`` /
+    ``sslpassword=`` libpq parameter of the query string. A URL that does not parse is not shown at all."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(a URL that does not parse)"
+    netloc = parts.netloc
+    if password is not None:
+        cred, host = netloc.rsplit("@", 1)
+        netloc = f"{cred.split(':', 1)[0]}:***@{host}"
+    query = _SECRET_PARAMS.sub(lambda m: m.group(1) + "***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def connect(url: str, what: str = "PostgreSQL") -> psycopg.Connection[Any]:

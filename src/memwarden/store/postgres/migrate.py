@@ -18,7 +18,7 @@ from psycopg import sql
 
 from memwarden.errors import UnsupportedURL
 from memwarden.store.postgres.backend import connect, redact
-from memwarden.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, policy_statements, role_names
+from memwarden.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, policy_statements, role_comment, role_names
 
 MIGRATE_LOCK = 0x6D656D6D  # session advisory lock of a migrate ("memm")
 
@@ -54,6 +54,10 @@ def migrate(owner_url: str) -> Migrated:
     conn = connect(owner_url, "the PostgreSQL server")
     try:
         return _migrate(conn, owner_url)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise UnsupportedURL(f"migrate failed on {redact(owner_url)}: {str(exc).strip().splitlines()[0]}; run "
+                             "migrate with the URL of a role that may create roles and tables in this database "
+                             "(its owner with CREATEROLE, or a superuser), never the application URL") from None
     except psycopg.Error as exc:
         raise UnsupportedURL(f"migrate failed on {redact(owner_url)}: {str(exc).strip().splitlines()[0]}") from None
     finally:
@@ -82,17 +86,30 @@ def _migrate(conn: psycopg.Connection[Any], owner_url: str) -> Migrated:
             for stmt in statements:
                 conn.execute(stmt)  # type: ignore[arg-type]
             applied.append(version)
+        comment = role_comment(dbname)
         for role in (app, operator):
             ident = sql.Identifier(role)
-            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+            row = conn.execute("SELECT rolsuper OR rolbypassrls OR rolcreaterole OR rolcreatedb OR rolinherit,"
+                               " shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = %s",
+                               (role,)).fetchone()
+            if row is None:
                 password = secrets.token_urlsafe(24)
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOINHERIT PASSWORD {}").format(ident,
                                                                                          sql.Literal(password)))
+                conn.execute(sql.SQL("COMMENT ON ROLE {} IS {}").format(ident, sql.Literal(comment)))
                 passwords[role] = password
                 created.append(role)
-            # whatever it was: never a superuser, never bypassing RLS, member of nothing
-            conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB NOINHERIT")
-                         .format(ident))
+            else:
+                said = row[1] or ""
+                if said.startswith("memwarden roles of database ") and said != comment:
+                    raise UnsupportedURL(f"the role {role} already serves another database ({said[28:][:80]}); "
+                                         "memwarden will not share roles between databases: rename this database "
+                                         "or drop that role")
+                if row[0]:  # whatever it was: never a superuser, never bypassing RLS, member of nothing
+                    conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB NOINHERIT")
+                                 .format(ident))
+                if not said:
+                    conn.execute(sql.SQL("COMMENT ON ROLE {} IS {}").format(ident, sql.Literal(comment)))
             for (granted,) in conn.execute("SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid ="
                                            " m.roleid JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = %s",
                                            (role,)).fetchall():

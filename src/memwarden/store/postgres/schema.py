@@ -27,6 +27,8 @@ the scope columns (the GIN index too, through ``btree_gin``).
 
 from __future__ import annotations
 
+import hashlib
+
 SCHEMA_VERSION = 2  # the newest migration this code has (2: memories_item, keyed items)
 SCOPED = ("memories", "memory_history", "memory_links", "memory_terms", "memory_dupkeys", "memory_vectors",
           "scope_usage", "host_reports")  # scope columns: tenant, user_id, agent (NOT NULL)
@@ -212,9 +214,21 @@ def scope_predicate(*, operator: bool, audit: bool = False) -> str:
 
 
 def role_names(database: str) -> tuple[str, str]:
-    """The application and operator roles of a database (role names are per cluster: the database names them)."""
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in database.lower())[:40] or "memwarden"
+    """The application and operator roles of a database. Role names are per cluster, so they must be unique per
+    database: the database's name when it is a short plain identifier, else a readable head of it and a hash of
+    the exact name (two databases whose names differ only after 40 characters, in case or in punctuation never
+    share roles; ``migrate`` also refuses roles it made for another database)."""
+    plain = "".join(c if c.isalnum() or c == "_" else "_" for c in database.lower())
+    if plain == database and 0 < len(plain) <= 40:
+        return f"{plain}_app", f"{plain}_operator"
+    digest = hashlib.sha256(database.encode("utf-8")).hexdigest()[:10]
+    base = f"{plain[:30].rstrip('_') or 'memwarden'}_{digest}"
     return f"{base}_app", f"{base}_operator"
+
+
+def role_comment(database: str) -> str:
+    """The comment ``migrate`` puts on the roles it creates: which database they serve."""
+    return f"memwarden roles of database {database}"
 
 
 def policy_statements(app: str, operator: str, quote: object) -> list[str]:
