@@ -27,7 +27,7 @@ from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, prose, shifted_texts
 from memwarden.gate.lexicon import lexicon_hits
 from memwarden.gate.normalize import Normalized, normalize
-from memwarden.gate.prefilter import Layout, RuleMatcher
+from memwarden.gate.prefilter import WINDOWED_MIN_CHARS, Layout, RuleMatcher
 from memwarden.gate.rules import (
     AGENT_CUES,
     DECODE_AND_FOLLOW,
@@ -87,6 +87,19 @@ _CJK_RULES = tuple(i for i, c in enumerate(_RULES) if c.rule.cjk)
 _ASCII_NEEDLES = tuple(nd for nd in _NEEDLES if nd.isascii())
 
 
+def _by_lead(needles: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Needles grouped by their first character: one ``in`` per group rules out a whole group (46 needles are
+    domain endings after a "."), instead of one per needle."""
+    groups: dict[str, list[str]] = {}
+    for nd in needles:
+        groups.setdefault(nd[0], []).append(nd)
+    return tuple((lead, tuple(nds)) for lead, nds in groups.items())
+
+
+_NEEDLE_GROUPS = _by_lead(_NEEDLES)
+_ASCII_NEEDLE_GROUPS = _by_lead(_ASCII_NEEDLES)
+
+
 @dataclass(slots=True)
 class Analysis:
     """What the content scanner found: blocking hits (original spans), the G2 class, the normalised text, and
@@ -117,8 +130,10 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
                whole: bool = False) -> list[RuleHit]:
     """Hits of the rule families on one view of the candidate. ``deep``: the view is the de-obfuscated one,
     whose offsets do not map back, so a hit covers the whole candidate. ``whole``: the caller gives every hit the
-    whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text)."""
+    whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text). With
+    either, where a rule matches does not matter, so each rule stops at its first matching pattern."""
     compiled = _RULES if compiled is None else compiled
+    anywhere = deep or whole
     hits: list[RuleHit] = []
     latin, text = n.skeleton, n.text
     if tokens is None:
@@ -126,15 +141,20 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     ascii_only = text.isascii()
     by_word = _BY_WORD
     active = {i for tok in tokens if tok in by_word for i in by_word[tok]}
-    for nd in _ASCII_NEEDLES if ascii_only else _NEEDLES:
-        if nd in text:
-            active.update(_BY_NEEDLE[nd])
+    for lead, needles in _ASCII_NEEDLE_GROUPS if ascii_only else _NEEDLE_GROUPS:
+        if lead in text:  # a needle occurs only where its first character does
+            for nd in needles:
+                if nd in text:
+                    active.update(_BY_NEEDLE[nd])
     if not ascii_only and _CJK.search(text):
         active.update(_CJK_RULES)
     done: set[tuple[str, str, bool]] = set()
     layouts: dict[str, Layout | None] = {}  # per searched view, made on first use (long texts only)
+    windowed = len(text) >= WINDOWED_MIN_CHARS or len(latin) >= WINDOWED_MIN_CHARS  # else Layout.of is None
 
     def layout(view: str) -> Layout | None:
+        if not windowed:
+            return None
         if view not in layouts:
             layouts[view] = Layout.of(view, tokens)
         return layouts[view]
@@ -147,9 +167,9 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
         if key in done:
             continue
         target = latin if rule.script == "latin" else text
-        m = c.matcher.search(target, tokens, layout(target))
+        m = c.matcher.search(target, tokens, layout(target), first=anywhere)
         if m is None and rule.script == "latin" and text != latin:
-            m = c.matcher.search(text, tokens, layout(text))
+            m = c.matcher.search(text, tokens, layout(text), first=anywhere)
             in_skeleton = False
         else:
             in_skeleton = rule.script == "latin"
@@ -510,7 +530,9 @@ def _inner_rules(text: str, depth: int, budget: list[int]) -> list[RuleHit]:
         return []
     n = normalize(text)
     tokens = _tokens(n)
-    found = _rule_hits(n, tokens) + _standing_instruction(n, tokens)
+    # the caller reads only the rule ids and categories of these hits (the payload's span is the blob's), so no
+    # span is mapped back
+    found = _rule_hits(n, tokens, whole=True) + _standing_instruction(n, tokens, deep=True)
     deep = deobfuscate(text, n, tokens)
     if deep is not None and not any(h.category in (ACTS, DIRECTS) for h in found):
         found += _rule_hits(deep, _tokens(deep), deep=True)
