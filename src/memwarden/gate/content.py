@@ -16,6 +16,7 @@ not run (an episode never pays for the request-shape check or the learned layer)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -58,20 +59,31 @@ _DECODE_AND_FOLLOW = re.compile(DECODE_AND_FOLLOW)
 _DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 base32 base85 rot13 unhex translate reverse".split())
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # identity: ``c in compiled`` runs per rule per scan
+@dataclass(frozen=True, slots=True, eq=False)  # identity: a tuple of them is a subset of the rules
 class _Compiled:
     rule: Rule
     matcher: RuleMatcher
     words: frozenset[str]
     needles: tuple[str, ...]
+    key: tuple[str, str, bool]  # (id, category, firm): one hit per key
+    latin: bool  # searched on the skeleton first
 
 
 def _compile(rules: Iterable[Rule]) -> tuple[_Compiled, ...]:
     out = []
     for rule in rules:
         words = frozenset(part for w in rule.words for part in _TOKEN.findall(w.casefold()))
-        out.append(_Compiled(rule, RuleMatcher(rule.patterns), words, rule.needles))
+        out.append(_Compiled(rule, RuleMatcher(rule.patterns), words, rule.needles,
+                             (rule.id, rule.category, rule.firm), rule.script == "latin"))
     return tuple(out)
+
+
+@functools.cache
+def _positions(compiled: tuple[_Compiled, ...]) -> frozenset[int]:
+    """Indices in ``_RULES`` of a subset of the rules (a tier's), computed once per subset: one set intersection
+    per scan instead of a tuple scan per active rule."""
+    ids = {id(c) for c in compiled}
+    return frozenset(i for i, c in enumerate(_RULES) if id(c) in ids)
 
 
 _RULES = _compile(RULES)
@@ -153,26 +165,26 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     windowed = len(text) >= WINDOWED_MIN_CHARS or len(latin) >= WINDOWED_MIN_CHARS  # else Layout.of is None
 
     def layout(view: str) -> Layout | None:
-        if not windowed:
-            return None
         if view not in layouts:
             layouts[view] = Layout.of(view, tokens)
         return layouts[view]
+    if compiled is not _RULES:
+        active &= _positions(compiled)
+    two_views = text != latin
     for i in sorted(active):
         c = _RULES[i]
-        if compiled is not _RULES and c not in compiled:
-            continue
         rule = c.rule
-        key = (rule.id, rule.category, rule.firm)
+        key = c.key
         if key in done:
             continue
-        target = latin if rule.script == "latin" else text
-        m = c.matcher.search(target, tokens, layout(target), first=anywhere)
-        if m is None and rule.script == "latin" and text != latin:
-            m = c.matcher.search(text, tokens, layout(text), first=anywhere)
+        latin_rule = c.latin
+        target = latin if latin_rule else text
+        m = c.matcher.search(target, tokens, layout(target) if windowed else None, first=anywhere)
+        if m is None and latin_rule and two_views:
+            m = c.matcher.search(text, tokens, layout(text) if windowed else None, first=anywhere)
             in_skeleton = False
         else:
-            in_skeleton = rule.script == "latin"
+            in_skeleton = latin_rule
         if m is None:
             continue
         done.add(key)

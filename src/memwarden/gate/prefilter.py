@@ -392,6 +392,10 @@ class _Index:
     # (words, strings): one of the words (a token of the text) or strings is inside every match
     widths: tuple[Width | None, ...]  # per pattern: how far a match (with its look-arounds) reaches, or None
     terms: tuple[_TermIndex | None, ...]  # per pattern: word sets of which one must all be tokens (or None)
+    # per pattern, what a search reads, in one tuple (fewer lookups per visited pattern): the token sets every
+    # one of which must meet the tokens, the (words, strings) requirements, the term index, the width, the
+    # anchors and the regex
+    plans: tuple[tuple[Any, ...], ...] = ()
 
 
 # How many characters a match can reach at most, as (a, b, c): a + b × the longest ``\\w`` run + c × the longest
@@ -685,8 +689,10 @@ def _index(patterns: Sequence[str]) -> _Index:
             always.append(j)
         mixed = tuple((n.tokens, tuple(sorted(n.substrings, key=len, reverse=True))) for n in reqs if not n.cheap)
         checks.append((tuple(n.tokens for n in cheap), mixed))
+    plans = tuple((checks[j][0], checks[j][1], terms[j], widths[j], anchors[j], regexes[j])
+                  for j in range(len(patterns)))
     return _Index(tuple(regexes), {tok: tuple(js) for tok, js in by_token.items()}, frozenset(by_token),
-                  tuple(always), tuple(checks), tuple(anchors), tuple(widths), tuple(terms))
+                  tuple(always), tuple(checks), tuple(anchors), tuple(widths), tuple(terms), plans)
 
 
 class RuleMatcher:
@@ -717,30 +723,34 @@ class RuleMatcher:
         ix = self._index
         if ix is None:
             ix = self._index = _index(self.patterns)  # one assignment: concurrent first uses build the same
-        found = set(ix.always)
-        for tok in ix.keys.intersection(tokens):
-            found.update(ix.by_token[tok])
-        if not found:
-            return None
+        keys = ix.keys.intersection(tokens)
+        if not keys:
+            if not ix.always:
+                return None
+            found: Iterable[int] = ix.always  # already in order
+        else:
+            by_token = ix.by_token
+            merged = set(ix.always)
+            for tok in keys:
+                merged.update(by_token[tok])
+            found = sorted(merged)
         best: re.Match[str] | None = None
         contains = text.__contains__
-        checks, all_terms = ix.checks, ix.terms
-        for j in sorted(found):
-            token_sets, mixed = checks[j]
+        plans = ix.plans
+        for j in found:
+            token_sets, mixed, terms, width, anchor_needs, rx = plans[j]
             if token_sets and not _all_meet(token_sets, tokens):
                 continue
             if mixed and not _mixed_hold(mixed, tokens, contains):
                 continue
-            terms = all_terms[j]
             if terms is not None and not _terms_hold(terms, tokens):
                 continue  # no alternative has all its words in the text
-            width = ix.widths[j]
             windows = None
-            if layout is not None and width is not None and ix.anchors[j]:
-                anchors = layout.rarest(ix.anchors[j], tokens)
+            if layout is not None and width is not None and anchor_needs:
+                anchors = layout.rarest(anchor_needs, tokens)
                 if anchors is not None:
                     windows = _windows(layout, anchors, layout.reach(width))
-            m = ix.regexes[j].search(text) if windows is None else _search_windows(ix.regexes[j], text, windows)
+            m = rx.search(text) if windows is None else _search_windows(rx, text, windows)
             if m is not None and (best is None or m.start() < best.start()):  # ties: the earlier pattern wins
                 best = m
                 if first or not m.start():
