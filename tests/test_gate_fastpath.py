@@ -164,3 +164,36 @@ def test_fastpath_blob_run_checks_keep_every_pattern_that_matches() -> None:
 @given(st.text(alphabet=st.sampled_from("aZq27AF09+/=_-!#%~.:, \n\tx\\é"), max_size=80))
 def test_fastpath_property_blob_run_checks_never_skip_a_matching_pattern(text: str) -> None:
     _assert_possible_keeps_every_matching_blob_pattern(text)
+
+
+def _assert_deep_subset_is_exact(text: str) -> None:
+    """The de-obfuscated view searched without the rules whose hits analyze drops finds the hits it keeps."""
+    n = normalize(text)
+    tokens = content._tokens(n)
+    seen = {(h.rule, h.category) for h in content._rule_hits(n, tokens)[:2]}  # some rules already found
+
+    def kept(hits: list) -> list:
+        return [h for h in hits if (h.rule, h.category) not in seen and h.category != "style"]
+    full = kept(content._rule_hits(n, tokens, deep=True))
+    assert kept(content._rule_hits(n, tokens, deep=True, unwanted=seen, no_style=True)) == full, text
+
+
+def test_fastpath_deep_view_skips_only_rules_whose_hits_are_dropped() -> None:
+    for text in TEXTS:
+        _assert_deep_subset_is_exact(text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_VOCAB) | st.sampled_from(TEXTS), min_size=1, max_size=20))
+def test_fastpath_property_deep_view_subset_keeps_every_kept_hit(parts: list[str]) -> None:
+    _assert_deep_subset_is_exact(" ".join(parts))
+
+
+def test_fastpath_lexicon_viable_entries_are_those_whose_words_occur() -> None:
+    from memwarden.gate import lexicon
+
+    words = sorted({w for text in TEXTS for w in lexicon._words(text.casefold())})
+    present = set(words[::3])
+    for w in words:
+        old = tuple(e for e in lexicon._candidates(w) if all(p.endswith("*") or p in present for p in e[2]))
+        assert tuple(e for e, needs in lexicon._candidate_needs(w) if needs <= present) == old, w

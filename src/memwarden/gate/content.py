@@ -139,11 +139,14 @@ def _tokens(n: Normalized) -> set[str]:
 
 def _rule_hits(n: Normalized, tokens: set[str] | None = None,
                compiled: tuple[_Compiled, ...] | None = None, *, deep: bool = False,
-               whole: bool = False) -> list[RuleHit]:
+               whole: bool = False, unwanted: set[tuple[str, str]] | None = None,
+               no_style: bool = False) -> list[RuleHit]:
     """Hits of the rule families on one view of the candidate. ``deep``: the view is the de-obfuscated one,
     whose offsets do not map back, so a hit covers the whole candidate. ``whole``: the caller gives every hit the
     whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text). With
-    either, where a rule matches does not matter, so each rule stops at its first matching pattern."""
+    either, where a rule matches does not matter, so each rule stops at its first matching pattern.
+    ``unwanted`` ((rule id, category) pairs) and ``no_style``: rules whose hits the caller would drop are not
+    searched (a rule's hit only ever blocks later rules with its own id, category and firmness)."""
     compiled = _RULES if compiled is None else compiled
     anywhere = deep or whole
     hits: list[RuleHit] = []
@@ -176,6 +179,8 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
         rule = c.rule
         key = c.key
         if key in done:
+            continue
+        if (no_style and rule.category == STYLE) or (unwanted and (rule.id, rule.category) in unwanted):
             continue
         latin_rule = c.latin
         target = latin if latin_rule else text
@@ -617,7 +622,7 @@ class ContentScanner:
             # what the disguise hid (only when undoing it revealed words the plain text does not have); a style
             # wish read out of a disguise is noise, not a finding
             seen = {(h.rule, h.category) for h in raw}
-            raw += [h for h in _rule_hits(deep, deep_tokens, compiled, deep=True)
+            raw += [h for h in _rule_hits(deep, deep_tokens, compiled, deep=True, unwanted=seen, no_style=True)
                     if (h.rule, h.category) not in seen and h.category != STYLE]
         if not _decided(raw):
             raw += [h for h in lexicon_hits(n, tokens=tokens) if h.category == ACTS
