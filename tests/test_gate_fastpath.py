@@ -197,3 +197,43 @@ def test_fastpath_lexicon_viable_entries_are_those_whose_words_occur() -> None:
     for w in words:
         old = tuple(e for e in lexicon._candidates(w) if all(p.endswith("*") or p in present for p in e[2]))
         assert tuple(e for e, needs in lexicon._candidate_needs(w) if needs <= present) == old, w
+
+
+def _assert_windowed_exact(text: str) -> int:
+    n = normalize(text)
+    tokens = content._tokens(n)
+    windowed = 0
+    for target in {n.skeleton, n.text}:
+        layout = Layout.of(target, tokens)
+        if layout is None:
+            continue
+        windowed += 1
+        for matcher, combined in COMBINED:
+            full = combined.search(target)
+            got = matcher.search(target, tokens, layout)
+            assert (None if got is None else got.span()) == (None if full is None else full.span()), matcher.patterns
+    return windowed
+
+
+_COMMON_FILLER = ("for the team from the office and for every user in the project from monday on the wiki, "
+                  "you and your team can see it now. ")
+
+
+def test_fastpath_windows_around_term_words_match_like_the_combined_rule() -> None:
+    """Long text where the patterns' required words are common ("for", "from", "you") and their rarer term words
+    ("now", "future") are few: windows come from the term words, and the match is still the combined regex's."""
+    import random
+
+    rng = random.Random(11)
+    searched = 0
+    for size in (20, 60):
+        for _ in range(5):
+            parts = [rng.choice(TEXTS) if rng.random() < 0.2 else _COMMON_FILLER for _ in range(size)]
+            searched += _assert_windowed_exact(" ".join(parts))
+    assert searched >= 10
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TEXTS) | st.just(_COMMON_FILLER), min_size=10, max_size=40))
+def test_fastpath_property_term_windows_are_exact(parts: list[str]) -> None:
+    _assert_windowed_exact(" ".join(parts))

@@ -541,6 +541,40 @@ class Layout:
                     break
         return best
 
+    def count(self, words: Iterable[str]) -> int:
+        """Occurrences of ``words`` in all (``MAX_WINDOWS + 1`` for any word past the cap)."""
+        total = 0
+        for w in words:
+            at = self.positions(w)
+            total += MAX_WINDOWS + 1 if at is None else len(at)
+        return total
+
+    def term_anchors(self, index: _TermIndex, tokens: set[str] | frozenset[str]) -> tuple[list[str], int] | None:
+        """Anchors from a pattern's word terms: of each term whose words are all tokens, its word with the fewest
+        occurrences here (a match holds every word of one such term, so it holds that term's chosen word), with
+        their total count; None when a term has no word under the cap or the total passes it. Where the
+        requirements name only common words ("from" of "from now on"), a term's rarer word ("now") makes
+        windows possible."""
+        keys, rest = index
+        chosen: list[str] = []
+        total = 0
+        for k in keys.intersection(tokens):
+            for r in rest[k]:
+                if not r <= tokens:
+                    continue
+                best, fewest = None, MAX_WINDOWS + 1
+                for w in (k, *sorted(r)):
+                    at = self.positions(w)
+                    if at is not None and len(at) < fewest:
+                        best, fewest = w, len(at)
+                if best is None:
+                    return None
+                chosen.append(best)
+                total += fewest
+                if total > MAX_WINDOWS:
+                    return None
+        return chosen, total
+
     def positions(self, word: str) -> list[int] | None:
         """Where ``word`` occurs (as a substring), or None past ``MAX_WINDOWS`` occurrences."""
         if word in self._found:
@@ -746,8 +780,12 @@ class RuleMatcher:
             if terms is not None and not _terms_hold(terms, tokens):
                 continue  # no alternative has all its words in the text
             windows = None
-            if layout is not None and width is not None and anchor_needs:
-                anchors = layout.rarest(anchor_needs, tokens)
+            if layout is not None and width is not None and (anchor_needs or terms is not None):
+                anchors = layout.rarest(anchor_needs, tokens) if anchor_needs else None
+                if terms is not None:
+                    by_terms = layout.term_anchors(terms, tokens)
+                    if by_terms is not None and (anchors is None or by_terms[1] < layout.count(anchors)):
+                        anchors = by_terms[0]
                 if anchors is not None:
                     windows = _windows(layout, anchors, layout.reach(width))
             m = rx.search(text) if windows is None else _search_windows(rx, text, windows)
