@@ -110,7 +110,9 @@ except ImportError:  # pragma: no cover - the bench extra is missing
     HAVE_AMG = False
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "data"
+# ../shared/data next to the checkout (or next to the directory holding a worktree of it)
+SHARED = next((p / "shared" / "data" for p in REPO.parents if (p / "shared" / "data").is_dir()),
+              REPO.parent / "shared" / "data")
 
 # --- targets (issue 11) -------------------------------------------------------------------------------------
 MAX_EPISODE_LOSS = 0.01  # benign conversation stored as user episodes: at most 1 % not accepted

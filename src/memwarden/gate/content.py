@@ -16,6 +16,7 @@ not run (an episode never pays for the request-shape check or the learned layer)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, prose, shifted_texts
 from memwarden.gate.lexicon import lexicon_hits
 from memwarden.gate.normalize import Normalized, normalize
-from memwarden.gate.prefilter import Layout, RuleMatcher
+from memwarden.gate.prefilter import WINDOWED_MIN_CHARS, Layout, RuleMatcher
 from memwarden.gate.rules import (
     AGENT_CUES,
     DECODE_AND_FOLLOW,
@@ -58,20 +59,31 @@ _DECODE_AND_FOLLOW = re.compile(DECODE_AND_FOLLOW)
 _DECODE_WORDS = frozenset("decode decrypt deobfuscate base64 base32 base85 rot13 unhex translate reverse".split())
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # identity: ``c in compiled`` runs per rule per scan
+@dataclass(frozen=True, slots=True, eq=False)  # identity: a tuple of them is a subset of the rules
 class _Compiled:
     rule: Rule
     matcher: RuleMatcher
     words: frozenset[str]
     needles: tuple[str, ...]
+    key: tuple[str, str, bool]  # (id, category, firm): one hit per key
+    latin: bool  # searched on the skeleton first
 
 
 def _compile(rules: Iterable[Rule]) -> tuple[_Compiled, ...]:
     out = []
     for rule in rules:
         words = frozenset(part for w in rule.words for part in _TOKEN.findall(w.casefold()))
-        out.append(_Compiled(rule, RuleMatcher(rule.patterns), words, rule.needles))
+        out.append(_Compiled(rule, RuleMatcher(rule.patterns), words, rule.needles,
+                             (rule.id, rule.category, rule.firm), rule.script == "latin"))
     return tuple(out)
+
+
+@functools.cache
+def _positions(compiled: tuple[_Compiled, ...]) -> frozenset[int]:
+    """Indices in ``_RULES`` of a subset of the rules (a tier's), computed once per subset: one set intersection
+    per scan instead of a tuple scan per active rule."""
+    ids = {id(c) for c in compiled}
+    return frozenset(i for i, c in enumerate(_RULES) if id(c) in ids)
 
 
 _RULES = _compile(RULES)
@@ -85,6 +97,19 @@ for _i, _c in enumerate(_RULES):
 _BY_NEEDLE = {nd: tuple(i for i, c in enumerate(_RULES) if nd in c.needles) for nd in _NEEDLES}
 _CJK_RULES = tuple(i for i, c in enumerate(_RULES) if c.rule.cjk)
 _ASCII_NEEDLES = tuple(nd for nd in _NEEDLES if nd.isascii())
+
+
+def _by_lead(needles: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Needles grouped by their first character: one ``in`` per group rules out a whole group (46 needles are
+    domain endings after a "."), instead of one per needle."""
+    groups: dict[str, list[str]] = {}
+    for nd in needles:
+        groups.setdefault(nd[0], []).append(nd)
+    return tuple((lead, tuple(nds)) for lead, nds in groups.items())
+
+
+_NEEDLE_GROUPS = _by_lead(_NEEDLES)
+_ASCII_NEEDLE_GROUPS = _by_lead(_ASCII_NEEDLES)
 
 
 @dataclass(slots=True)
@@ -114,11 +139,16 @@ def _tokens(n: Normalized) -> set[str]:
 
 def _rule_hits(n: Normalized, tokens: set[str] | None = None,
                compiled: tuple[_Compiled, ...] | None = None, *, deep: bool = False,
-               whole: bool = False) -> list[RuleHit]:
+               whole: bool = False, unwanted: set[tuple[str, str]] | None = None,
+               no_style: bool = False) -> list[RuleHit]:
     """Hits of the rule families on one view of the candidate. ``deep``: the view is the de-obfuscated one,
     whose offsets do not map back, so a hit covers the whole candidate. ``whole``: the caller gives every hit the
-    whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text)."""
+    whole candidate as its span, so none is mapped back (mapping builds an offset map of the whole text). With
+    either, where a rule matches does not matter, so each rule stops at its first matching pattern.
+    ``unwanted`` ((rule id, category) pairs) and ``no_style``: rules whose hits the caller would drop are not
+    searched (a rule's hit only ever blocks later rules with its own id, category and firmness)."""
     compiled = _RULES if compiled is None else compiled
+    anywhere = deep or whole
     hits: list[RuleHit] = []
     latin, text = n.skeleton, n.text
     if tokens is None:
@@ -126,33 +156,40 @@ def _rule_hits(n: Normalized, tokens: set[str] | None = None,
     ascii_only = text.isascii()
     by_word = _BY_WORD
     active = {i for tok in tokens if tok in by_word for i in by_word[tok]}
-    for nd in _ASCII_NEEDLES if ascii_only else _NEEDLES:
-        if nd in text:
-            active.update(_BY_NEEDLE[nd])
+    for lead, needles in _ASCII_NEEDLE_GROUPS if ascii_only else _NEEDLE_GROUPS:
+        if lead in text:  # a needle occurs only where its first character does
+            for nd in needles:
+                if nd in text:
+                    active.update(_BY_NEEDLE[nd])
     if not ascii_only and _CJK.search(text):
         active.update(_CJK_RULES)
     done: set[tuple[str, str, bool]] = set()
     layouts: dict[str, Layout | None] = {}  # per searched view, made on first use (long texts only)
+    windowed = len(text) >= WINDOWED_MIN_CHARS or len(latin) >= WINDOWED_MIN_CHARS  # else Layout.of is None
 
     def layout(view: str) -> Layout | None:
         if view not in layouts:
             layouts[view] = Layout.of(view, tokens)
         return layouts[view]
+    if compiled is not _RULES:
+        active &= _positions(compiled)
+    two_views = text != latin
     for i in sorted(active):
         c = _RULES[i]
-        if compiled is not _RULES and c not in compiled:
-            continue
         rule = c.rule
-        key = (rule.id, rule.category, rule.firm)
+        key = c.key
         if key in done:
             continue
-        target = latin if rule.script == "latin" else text
-        m = c.matcher.search(target, tokens, layout(target))
-        if m is None and rule.script == "latin" and text != latin:
-            m = c.matcher.search(text, tokens, layout(text))
+        if (no_style and rule.category == STYLE) or (unwanted and (rule.id, rule.category) in unwanted):
+            continue
+        latin_rule = c.latin
+        target = latin if latin_rule else text
+        m = c.matcher.search(target, tokens, layout(target) if windowed else None, first=anywhere)
+        if m is None and latin_rule and two_views:
+            m = c.matcher.search(text, tokens, layout(text) if windowed else None, first=anywhere)
             in_skeleton = False
         else:
-            in_skeleton = rule.script == "latin"
+            in_skeleton = latin_rule
         if m is None:
             continue
         done.add(key)
@@ -510,7 +547,9 @@ def _inner_rules(text: str, depth: int, budget: list[int]) -> list[RuleHit]:
         return []
     n = normalize(text)
     tokens = _tokens(n)
-    found = _rule_hits(n, tokens) + _standing_instruction(n, tokens)
+    # the caller reads only the rule ids and categories of these hits (the payload's span is the blob's), so no
+    # span is mapped back
+    found = _rule_hits(n, tokens, whole=True) + _standing_instruction(n, tokens, deep=True)
     deep = deobfuscate(text, n, tokens)
     if deep is not None and not any(h.category in (ACTS, DIRECTS) for h in found):
         found += _rule_hits(deep, _tokens(deep), deep=True)
@@ -583,7 +622,7 @@ class ContentScanner:
             # what the disguise hid (only when undoing it revealed words the plain text does not have); a style
             # wish read out of a disguise is noise, not a finding
             seen = {(h.rule, h.category) for h in raw}
-            raw += [h for h in _rule_hits(deep, deep_tokens, compiled, deep=True)
+            raw += [h for h in _rule_hits(deep, deep_tokens, compiled, deep=True, unwanted=seen, no_style=True)
                     if (h.rule, h.category) not in seen and h.category != STYLE]
         if not _decided(raw):
             raw += [h for h in lexicon_hits(n, tokens=tokens) if h.category == ACTS

@@ -194,6 +194,32 @@ _MORSE_RUN = re.compile(r"[.\-•·−_]{1,7}(?: {1,3}|\s?/\s?)[.\-•·−_]{1,
 _SPLIT_CHUNK = re.compile(r"[a-z0-9+/][A-Z]|[0-9+/]")
 
 
+def _run_table(alphabet: str) -> bytes:
+    """A ``bytes.translate`` table keeping ``alphabet`` and turning every other byte into a space."""
+    keep = set(alphabet.encode("ascii"))
+    return bytes(b if b in keep else 32 for b in range(256))
+
+
+_DIGITS, _UPPER, _LOWER = "0123456789", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+# the characters each blob pattern's long run is made of (a match holds a run of them at least this long:
+# base64 16 / URL-safe 22, base32 16 in one case, base85 20, plain hex 24)
+_RUN_TABLES = {
+    "b64": _run_table(_UPPER + _LOWER + _DIGITS + "+/"), "b64url": _run_table(_UPPER + _LOWER + _DIGITS + "_-"),
+    "b32upper": _run_table(_UPPER + "234567"), "b32lower": _run_table(_LOWER + "234567"),
+    "b85": _run_table(_UPPER + _LOWER + _DIGITS + "!#$%&()*+;<=>?@^_`{|}~-"),
+    "hex": _run_table(_DIGITS + "ABCDEFabcdef"),
+}
+
+
+def _class_runs(text: str) -> dict[str, int] | None:
+    """For ASCII text, the longest run of each blob alphabet's characters (one C-level translate and split per
+    alphabet, cheaper than the look-behind scan of the pattern it rules out); None for other text."""
+    if not text.isascii():
+        return None
+    raw = text.encode("ascii")
+    return {name: max(map(len, raw.translate(table).split()), default=0) for name, table in _RUN_TABLES.items()}
+
+
 def _possible(text: str) -> set[re.Pattern[str]]:
     """The blob patterns that can match ``text`` at all, from conditions every match of each one implies (so
     skipping the others changes nothing): a long token for base64, base32, base85 and plain hex; ``\\x``,
@@ -202,12 +228,16 @@ def _possible(text: str) -> set[re.Pattern[str]]:
     accepts a split blob asks for inner capitals, digits, ``+`` or ``/``). Each pattern costs a pass over the
     whole text with a look-behind at every position; each condition costs a fraction of that."""
     longest = max(map(len, text.split()), default=0)
+    runs = _class_runs(text) if longest >= 16 else None
     out: set[re.Pattern[str]] = set()
-    if longest >= 16:
-        out.update((_B64, _B32))
-    if longest >= 20:
+    if longest >= 16 and (runs is None or runs["b64"] >= 16 or runs["b64url"] >= 22):
+        out.add(_B64)
+    if longest >= 16 and (runs is None or runs["b32upper"] >= 16 or runs["b32lower"] >= 16):
+        out.add(_B32)
+    if longest >= 20 and (runs is None or runs["b85"] >= 20):
         out.add(_B85)
-    if longest >= 24 or "\\x" in text or "0x" in text or _HEX_PAIRS.search(text) is not None:
+    if (longest >= 24 and (runs is None or runs["hex"] >= 24)) or "\\x" in text or "0x" in text \
+            or _HEX_PAIRS.search(text) is not None:
         out.add(_HEX)
     digits = len(text) - len(text.translate(_NO_DIGITS))
     if digits >= 16 or not text.isascii():  # character codes may be written in any script's digits (\\d)

@@ -149,6 +149,13 @@ def _candidates(word: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(dict.fromkeys((e.lang, e.concept, e.words[1:]) for e in entries))
 
 
+@functools.lru_cache(maxsize=65536)
+def _candidate_needs(word: str) -> tuple[tuple[tuple[str, str, tuple[str, ...]], frozenset[str]], ...]:
+    """:func:`_candidates` of ``word``, each with the further words it needs verbatim (its non-wildcard words):
+    an entry is viable in a text only if they all occur in it, one subset test instead of a loop per entry."""
+    return tuple((e, frozenset(p for p in e[2] if not p.endswith("*"))) for e in _candidates(word))
+
+
 def _word_matches(pattern: str, word: str) -> bool:
     return word.startswith(pattern[:-1]) if pattern.endswith("*") else word == pattern
 
@@ -228,8 +235,7 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
         if found is None:
             # once per distinct word: drop the entries whose further words do not occur in the text at all (a
             # word repeated a thousand times is not checked against them a thousand times)
-            found = viable[w] = tuple(e for e in _candidates(w)
-                                      if all(p.endswith("*") or p in present for p in e[2]))
+            found = viable[w] = tuple(e for e, needs in _candidate_needs(w) if needs <= present)
         for lang, concept, tail in found:
             if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
                                                       for j, p in enumerate(tail))):

@@ -42,6 +42,7 @@ run starts).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -75,6 +76,7 @@ class Normalized:
     findings: tuple[UnicodeFinding, ...]
     _maps: dict[bool, tuple[list[int], list[int]]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    _runs: dict[bool, _AsciiRuns | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def original_span(self, start: int, end: int, *, in_skeleton: bool = False) -> tuple[int, int]:
         """Map a span in `text` (or `skeleton`) back to the original string. Computed lazily (only rule hits need it).
@@ -86,13 +88,25 @@ class Normalized:
         target = self.skeleton if in_skeleton else self.text
         if not 0 <= start <= end <= len(target):
             raise ValueError(f"span ({start}, {end}) is outside the normalised text of length {len(target)}")
-        starts, ends = self._offsets(in_skeleton and self.skeleton != self.text)
+        skeleton = in_skeleton and self.skeleton != self.text
+        runs = self._ascii_runs(skeleton)
+        if runs is not None:
+            return runs.span(start, end)
+        starts, ends = self._offsets(skeleton)
         if start == end:
             if start < len(starts):
                 return starts[start], starts[start]
             pos = ends[-1] if ends else 0
             return pos, pos
         return starts[start], ends[end - 1]
+
+    def _ascii_runs(self, skeleton: bool) -> _AsciiRuns | None:
+        """The run table of an ASCII original whose target is its lower-cased runs joined by single spaces (what
+        :func:`_offset_map_ascii` would map character by character), else None; cached like the offset maps."""
+        if skeleton not in self._runs:
+            target = self.skeleton if skeleton else self.text
+            self._runs[skeleton] = _AsciiRuns.of(self.original, target) if self.original.isascii() else None
+        return self._runs[skeleton]
 
     def _offsets(self, skeleton: bool) -> tuple[list[int], list[int]]:
         cached = self._maps.get(skeleton)
@@ -707,6 +721,55 @@ def _space(out: list[str], starts: list[int], ends: list[int], pending: list[int
 
 
 _NON_SPACE = re.compile(r"\S+")
+
+
+class _AsciiRuns:
+    """:func:`_offset_map_ascii`'s two lists, looked up instead of built: for each run of non-space characters,
+    where it starts in the normalised text and its span in the original. A character of a run maps to itself
+    (start, start + 1); the space after a run to (the run's end, the next run's start). Mapping one span then
+    costs a bisection instead of a list entry per character of the text."""
+
+    __slots__ = ("at", "length", "spans")
+
+    def __init__(self, at: list[int], spans: list[tuple[int, int]], length: int) -> None:
+        self.at = at  # normalised offset of each run's first character
+        self.spans = spans  # each run's (start, end) in the original
+        self.length = length  # of the normalised text
+
+    @classmethod
+    def of(cls, original: str, target: str) -> _AsciiRuns | None:
+        spans = [m.span() for m in _NON_SPACE.finditer(original)]
+        at: list[int] = []
+        pos = 0
+        for a, b in spans:
+            at.append(pos)
+            pos += b - a + 1
+        length = max(pos - 1, 0)
+        if length != len(target) or " ".join(original[a:b] for a, b in spans).lower() != target:
+            return None
+        return cls(at, spans, length)
+
+    def _start(self, k: int) -> int:
+        r = bisect.bisect_right(self.at, k) - 1
+        a, b = self.spans[r]
+        off = k - self.at[r]
+        return a + off if off < b - a else b  # a character of the run, or the space after it
+
+    def _end(self, k: int) -> int:
+        r = bisect.bisect_right(self.at, k) - 1
+        a, b = self.spans[r]
+        off = k - self.at[r]
+        return a + off + 1 if off < b - a else self.spans[r + 1][0]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """``Normalized.original_span`` from the lists :func:`_offset_map_ascii` would build."""
+        if start == end:
+            if start < self.length:
+                pos = self._start(start)
+                return pos, pos
+            pos = self.spans[-1][1] if self.spans else 0
+            return pos, pos
+        return self._start(start), self._end(end - 1)
 
 
 def _offset_map_ascii(original: str) -> tuple[str, list[int], list[int]]:

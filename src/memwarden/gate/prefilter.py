@@ -232,6 +232,146 @@ def _requirements(parsed: Any) -> tuple[Need, ...]:
     return (best,) if best is not None else ()
 
 
+# --- every word of one alternative ----------------------------------------------------------------------------
+# ``Need`` keeps one word per alternative ("from now on" needs the token "from"), which common words satisfy
+# often: most rule searches on ordinary text then fail after scanning it. ``Terms`` keeps all of them: a pattern
+# can match only if, for one of its alternatives, *every* word that alternative spells out with token boundaries
+# is a token of the text ({"from", "now", "on"} ⊆ tokens). A set lookup per term, exact for the same reason a
+# ``Need`` is (each such word is a whole ``\w+`` run of any match); anything it cannot analyse weakens it to "no
+# requirement", never the other way.
+MAX_TERMS = 512  # alternatives kept; more (a product of many optional parts) weakens the requirement
+Terms = tuple[frozenset[str], ...] | None  # one set of words must all be tokens; None: nothing required
+
+
+def _string_words(text: str, starts: bool, ends: bool) -> frozenset[str]:
+    """The words of one possible text of a chunk that are whole tokens of any text it occurs in."""
+    segments = re.findall(r"\w+|\W+", text)
+    return frozenset(seg for i, seg in enumerate(segments) if _is_word(seg[0])
+                     and (starts if i == 0 else True) and (ends if i == len(segments) - 1 else True))
+
+
+def _chunk_terms(strings: frozenset[str], starts: bool, ends: bool) -> Terms:
+    """One of the chunk's possible texts occurs: its words (nothing, when one of the texts has none)."""
+    if "" in strings:
+        return None
+    words = [_string_words(t, starts, ends) for t in strings]
+    return _or([(w,) for w in words]) if all(words) else None
+
+
+def _and(a: Terms, b: Terms) -> Terms:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    both = tuple(dict.fromkeys(x | y for x in a for y in b))
+    if len(both) > MAX_TERMS:  # keep one side only: weaker, still implied by every match
+        return a if sum(map(len, a)) / len(a) >= sum(map(len, b)) / len(b) else b
+    return both
+
+
+def _or(alts: Sequence[Terms]) -> Terms:
+    if any(t is None for t in alts):
+        return None  # one alternative requires nothing
+    out = tuple(dict.fromkeys(x for t in alts for x in t))  # type: ignore[union-attr]
+    if len(out) > MAX_TERMS:  # too many: each alternative keeps its longest word only (weaker, still implied)
+        out = tuple(dict.fromkeys(frozenset((max(sorted(x), key=len),)) for x in out))
+    return out if len(out) <= MAX_TERMS else None
+
+
+def _edge_nonword(seq: Sequence[tuple[Any, Any]], *, last: bool) -> bool:
+    """Whether every match of the parsed sequence ends (``last``) or starts with a non-word character."""
+    if not seq:
+        return False
+    op, av = seq[-1] if last else seq[0]
+    if op is sre_c.LITERAL:
+        return not _is_word(chr(av))
+    if op is sre_c.IN:
+        return _nonword_class(av)
+    if op is sre_c.BRANCH:
+        return all(_edge_nonword(alt, last=last) for alt in av[1])
+    if op is sre_c.SUBPATTERN:
+        return not av[1] & _FLAGS and _edge_nonword(av[3], last=last)
+    if op in _REPEATS and av[0] >= 1:
+        return _edge_nonword(av[2], last=last)
+    return False
+
+
+def _bound_at(items: Sequence[tuple[Any, Any]], k: int, outer: bool, *, after: bool) -> bool:
+    """Whether a token boundary is certain just before ``items[k]`` (or, with ``after``, just before ``items[k]``
+    seen from the left, i.e. after ``items[k - 1]``): the neighbour ends (starts) with a non-word character, or
+    is optional and both it and what lies beyond it do; else :func:`_bounds`."""
+    at = k if after else k - 1
+    if not 0 <= at < len(items):
+        return outer
+    item = items[at]
+    if _edge_nonword([item], last=not after):
+        return True
+    op, av = item
+    if op in _REPEATS and av[0] == 0:
+        return _edge_nonword(av[2], last=not after) and _bound_at(items, at + 1 if after else at, outer,
+                                                                  after=after)
+    return _bounds(item, outer, after=after)
+
+
+def _terms(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander) -> Terms:
+    """:data:`Terms` of a parsed sequence; chunks as in :func:`_needs`, with boundaries also read from literal
+    neighbours (so an item analysed on its own still knows the spaces around it)."""
+    items = list(seq)
+    out: Terms = None
+    i = 0
+    while i < len(items):
+        j = i
+        while j < len(items) and ex.item(items[j]) is not None:
+            j += 1
+        if j > i:
+            strings = ex.seq(items[i:j])
+            if strings is not None:
+                out = _and(out, _chunk_terms(strings, _bound_at(items, i, start, after=False),
+                                             _bound_at(items, j, end, after=True)))
+            else:  # too many combinations together: each item on its own
+                for k in range(i, j):
+                    out = _and(out, _chunk_terms(ex.item(items[k]) or frozenset(("",)),
+                                                 _bound_at(items, k, start, after=False),
+                                                 _bound_at(items, k + 1, end, after=True)))
+            i = j
+            continue
+        op, av = items[i]
+        before = _bound_at(items, i, start, after=False)
+        after = _bound_at(items, i + 1, end, after=True)
+        if op is sre_c.SUBPATTERN:
+            if not av[1] & _FLAGS:
+                out = _and(out, _terms(av[3], before, after, ex))
+        elif op is sre_c.BRANCH:
+            out = _and(out, _or([_terms(alt, before, after, ex) for alt in av[1]]))
+        elif op in _REPEATS and av[0] >= 1:
+            once = av[1] == 1
+            out = _and(out, _terms(av[2], before if once else False, after if once else False, ex))
+        elif op is _ATOMIC:
+            out = _and(out, _terms(av, before, after, ex))
+        i += 1
+    return out
+
+
+def _word_terms(parsed: Any) -> Terms:
+    if parsed.state.flags & _FLAGS:
+        return None
+    terms = _terms(parsed, False, False, _Expander())
+    if terms is None or any(not t for t in terms):
+        return None
+    # a term holding another is implied by it: keep the smaller ones
+    kept: list[frozenset[str]] = []
+    for t in sorted(terms, key=len):
+        if not any(k <= t for k in kept):
+            kept.append(t)
+    return tuple(kept)
+
+
+def word_terms(pattern: str) -> Terms:
+    """The sets of words of which one must be wholly among a text's tokens for ``pattern`` to match (None:
+    no such requirement found)."""
+    return _word_terms(sre_parse.parse(pattern))
+
+
 def requirements(pattern: str) -> tuple[Need, ...]:
     """The checks :class:`RuleMatcher` makes before searching ``pattern``: every cheap (token) requirement, or
     the best substring requirement when there is none. Empty: the pattern is always searched."""
@@ -251,6 +391,11 @@ class _Index:
     anchors: tuple[tuple[tuple[frozenset[str], frozenset[str]], ...], ...]  # per pattern, each requirement as
     # (words, strings): one of the words (a token of the text) or strings is inside every match
     widths: tuple[Width | None, ...]  # per pattern: how far a match (with its look-arounds) reaches, or None
+    terms: tuple[_TermIndex | None, ...]  # per pattern: word sets of which one must all be tokens (or None)
+    # per pattern, what a search reads, in one tuple (fewer lookups per visited pattern): the token sets every
+    # one of which must meet the tokens, the (words, strings) requirements, the term index, the width, the
+    # anchors and the regex
+    plans: tuple[tuple[Any, ...], ...] = ()
 
 
 # How many characters a match can reach at most, as (a, b, c): a + b × the longest ``\\w`` run + c × the longest
@@ -396,6 +541,40 @@ class Layout:
                     break
         return best
 
+    def count(self, words: Iterable[str]) -> int:
+        """Occurrences of ``words`` in all (``MAX_WINDOWS + 1`` for any word past the cap)."""
+        total = 0
+        for w in words:
+            at = self.positions(w)
+            total += MAX_WINDOWS + 1 if at is None else len(at)
+        return total
+
+    def term_anchors(self, index: _TermIndex, tokens: set[str] | frozenset[str]) -> tuple[list[str], int] | None:
+        """Anchors from a pattern's word terms: of each term whose words are all tokens, its word with the fewest
+        occurrences here (a match holds every word of one such term, so it holds that term's chosen word), with
+        their total count; None when a term has no word under the cap or the total passes it. Where the
+        requirements name only common words ("from" of "from now on"), a term's rarer word ("now") makes
+        windows possible."""
+        keys, rest = index
+        chosen: list[str] = []
+        total = 0
+        for k in keys.intersection(tokens):
+            for r in rest[k]:
+                if not r <= tokens:
+                    continue
+                best, fewest = None, MAX_WINDOWS + 1
+                for w in (k, *sorted(r)):
+                    at = self.positions(w)
+                    if at is not None and len(at) < fewest:
+                        best, fewest = w, len(at)
+                if best is None:
+                    return None
+                chosen.append(best)
+                total += fewest
+                if total > MAX_WINDOWS:
+                    return None
+        return chosen, total
+
     def positions(self, word: str) -> list[int] | None:
         """Where ``word`` occurs (as a substring), or None past ``MAX_WINDOWS`` occurrences."""
         if word in self._found:
@@ -453,6 +632,66 @@ def _search_windows(rx: re.Pattern[str], text: str, windows: list[tuple[int, int
     return None
 
 
+# per pattern: the terms keyed by one word of each (its longest), so a check visits only the terms whose key
+# word is a token: (key words, key word → the rest of each term keyed by it)
+_TermIndex = tuple[frozenset[str], dict[str, tuple[frozenset[str], ...]]]
+
+
+def _term_index(terms: Terms, reqs: Sequence[Need]) -> _TermIndex | None:
+    """``terms`` keyed for :meth:`RuleMatcher.search`, or None when the token checks already made imply them
+    (every term a single word that a cheap requirement names): checking would cost without ruling out more."""
+    if terms is None:
+        return None
+    cheap = [n.tokens for n in reqs if n.cheap]
+    if all(len(t) == 1 for t in terms) and any(frozenset().union(*terms) >= c for c in cheap):
+        return None
+    rest: dict[str, list[frozenset[str]]] = {}
+    for t in terms:
+        key = max(sorted(t), key=len)
+        rest.setdefault(key, []).append(t - {key})
+    return frozenset(rest), {k: tuple(v) for k, v in rest.items()}
+
+
+def _terms_hold(index: _TermIndex, tokens: set[str] | frozenset[str]) -> bool:
+    keys, rest = index
+    for k in keys.intersection(tokens):  # a loop, not any(genexpr): a few µs per scan on short texts
+        for r in rest[k]:
+            if r <= tokens:
+                return True
+    return False
+
+
+def _mixed_hold(mixed: tuple[tuple[frozenset[str], tuple[str, ...]], ...], tokens: set[str] | frozenset[str],
+                contains: Any) -> bool:
+    """Every (words, strings) requirement holds: one of the words is a token or one of the strings occurs."""
+    for toks, subs in mixed:  # noqa: SIM110 - a loop: cheaper than all() over a generator
+        if toks.isdisjoint(tokens) and not any(map(contains, subs)):
+            return False
+    return True
+
+
+def _all_meet(token_sets: tuple[frozenset[str], ...], tokens: set[str] | frozenset[str]) -> bool:
+    """Every set shares a word with ``tokens`` (a loop: cheaper than ``all`` over a generator, per pattern)."""
+    for s in token_sets:  # noqa: SIM110
+        if s.isdisjoint(tokens):
+            return False
+    return True
+
+
+# Words most memories hold: a pattern indexed under one of them is visited (its checks run) by most scans, so a
+# requirement without them makes the better index key. Only the choice of key depends on this list, never what
+# matches.
+_COMMON_WORDS = frozenset(
+    "a an the and or but if of in on at to for from by with as is are was were be been am i me my you your he she "
+    "it its we our they their them this that these those user users not no do does did have has had will would "
+    "can could should must may might all any every each some more most so than then there here what which who when "
+    "where why how now new one also just only please".split())
+
+
+def _key_cost(n: Need) -> tuple[int, int]:
+    return sum(t in _COMMON_WORDS for t in n.tokens), n.size
+
+
 def _index(patterns: Sequence[str]) -> _Index:
     regexes = []
     by_token: dict[str, list[int]] = {}
@@ -460,14 +699,23 @@ def _index(patterns: Sequence[str]) -> _Index:
     checks: list[_Checks] = []
     anchors: list[tuple[tuple[frozenset[str], frozenset[str]], ...]] = []
     widths: list[Width | None] = []
+    terms: list[_TermIndex | None] = []
     for j, p in enumerate(patterns):
         parsed = sre_parse.parse(p)
         reqs = _requirements(parsed)
         regexes.append(sre_compiler.compile(parsed))  # parsed once, for the analysis and the regex
         widths.append(_width(parsed) if not parsed.state.flags & _FLAGS else None)
         anchors.append(tuple((n.tokens, n.substrings) for n in reqs))
-        cheap = sorted((n for n in reqs if n.cheap), key=lambda n: n.size)
-        if cheap:
+        term_index = _term_index(_word_terms(parsed), reqs)
+        terms.append(term_index)
+        cheap = sorted((n for n in reqs if n.cheap), key=_key_cost)
+        # the key a pattern is visited by: its most selective token requirement, where one of the term key words
+        # (implied by the terms, which are still checked) is a requirement too
+        keyed = Need(tokens=term_index[0]) if term_index is not None else None
+        if keyed is not None and (not cheap or _key_cost(keyed) < _key_cost(cheap[0])):
+            for tok in keyed.tokens:
+                by_token.setdefault(tok, []).append(j)
+        elif cheap:
             for tok in cheap[0].tokens:
                 by_token.setdefault(tok, []).append(j)
             cheap = cheap[1:]
@@ -475,8 +723,10 @@ def _index(patterns: Sequence[str]) -> _Index:
             always.append(j)
         mixed = tuple((n.tokens, tuple(sorted(n.substrings, key=len, reverse=True))) for n in reqs if not n.cheap)
         checks.append((tuple(n.tokens for n in cheap), mixed))
+    plans = tuple((checks[j][0], checks[j][1], terms[j], widths[j], anchors[j], regexes[j])
+                  for j in range(len(patterns)))
     return _Index(tuple(regexes), {tok: tuple(js) for tok, js in by_token.items()}, frozenset(by_token),
-                  tuple(always), tuple(checks), tuple(anchors), tuple(widths))
+                  tuple(always), tuple(checks), tuple(anchors), tuple(widths), tuple(terms), plans)
 
 
 class RuleMatcher:
@@ -498,35 +748,49 @@ class RuleMatcher:
         return re.compile("|".join(f"(?:{p})" for p in self.patterns))
 
     def search(self, text: str, tokens: set[str] | frozenset[str],
-               layout: Layout | None = None) -> re.Match[str] | None:
+               layout: Layout | None = None, *, first: bool = False) -> re.Match[str] | None:
         """The match, as described above. ``layout`` (:meth:`Layout.of` of ``text``): on a long text, a pattern
         with an anchor word and a bounded width is searched only in windows around the anchor's occurrences,
-        with the same result."""
+        with the same result. ``first``: for a caller that only asks *whether* the alternation matches, the
+        first pattern's match found (not necessarily the leftmost): ``None`` exactly when :meth:`search` is
+        ``None``, without searching the remaining patterns."""
         ix = self._index
         if ix is None:
             ix = self._index = _index(self.patterns)  # one assignment: concurrent first uses build the same
-        found = set(ix.always)
-        for tok in ix.keys.intersection(tokens):
-            found.update(ix.by_token[tok])
-        if not found:
-            return None
+        keys = ix.keys.intersection(tokens)
+        if not keys:
+            if not ix.always:
+                return None
+            found: Iterable[int] = ix.always  # already in order
+        else:
+            by_token = ix.by_token
+            merged = set(ix.always)
+            for tok in keys:
+                merged.update(by_token[tok])
+            found = sorted(merged)
         best: re.Match[str] | None = None
         contains = text.__contains__
-        for j in sorted(found):
-            token_sets, mixed = ix.checks[j]
-            if token_sets and any(s.isdisjoint(tokens) for s in token_sets):
+        plans = ix.plans
+        for j in found:
+            token_sets, mixed, terms, width, anchor_needs, rx = plans[j]
+            if token_sets and not _all_meet(token_sets, tokens):
                 continue
-            if mixed and not all(not toks.isdisjoint(tokens) or any(map(contains, subs)) for toks, subs in mixed):
+            if mixed and not _mixed_hold(mixed, tokens, contains):
                 continue
-            width = ix.widths[j]
+            if terms is not None and not _terms_hold(terms, tokens):
+                continue  # no alternative has all its words in the text
             windows = None
-            if layout is not None and width is not None and ix.anchors[j]:
-                anchors = layout.rarest(ix.anchors[j], tokens)
+            if layout is not None and width is not None and (anchor_needs or terms is not None):
+                anchors = layout.rarest(anchor_needs, tokens) if anchor_needs else None
+                if terms is not None:
+                    by_terms = layout.term_anchors(terms, tokens)
+                    if by_terms is not None and (anchors is None or by_terms[1] < layout.count(anchors)):
+                        anchors = by_terms[0]
                 if anchors is not None:
                     windows = _windows(layout, anchors, layout.reach(width))
-            m = ix.regexes[j].search(text) if windows is None else _search_windows(ix.regexes[j], text, windows)
+            m = rx.search(text) if windows is None else _search_windows(rx, text, windows)
             if m is not None and (best is None or m.start() < best.start()):  # ties: the earlier pattern wins
                 best = m
-                if not m.start():
-                    break  # nothing can start earlier
+                if first or not m.start():
+                    break  # nothing can start earlier, or the caller needs no more than one match
         return best
