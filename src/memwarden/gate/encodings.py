@@ -168,7 +168,10 @@ def _b58(blob: str) -> str | None:
     """base58 (Bitcoin alphabet): the standard library has no decoder, and the algorithm is ten lines."""
     n = 0
     for c in blob:
-        n = n * 58 + _B58_INDEX[c]
+        digit = _B58_INDEX.get(c)
+        if digit is None:  # the label's pattern is case-blind: I, O and l are not base58 digits
+            return None
+        n = n * 58 + digit
     raw = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
     pad = len(blob) - len(blob.lstrip("1"))
     return printable_text(b"\x00" * pad + raw)
@@ -353,7 +356,8 @@ def shifted_texts(text: str, tokens: set[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     hinted = not _SHIFT_HINTS.isdisjoint(tokens)
     if (hinted or tokens.isdisjoint(_COMMON)) and len(tokens) >= 3 and _latin_text(text):
-        letters = [t for t in tokens if len(t) >= 3 and t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
+        # sorted: the first MAX_SHIFT_TOKENS of a set would depend on the process's hash seed (one verdict per text)
+        letters = [t for t in sorted(tokens) if len(t) >= 3 and t.isascii() and t.isalpha()][:MAX_SHIFT_TOKENS]
     else:
         letters = []  # a cipher of the Latin alphabet is written in it (the skeleton's folded Greek is not)
     if len(letters) >= 3:
@@ -373,7 +377,7 @@ def shifted_texts(text: str, tokens: set[str]) -> list[tuple[str, str]]:
         out.append(("upside-down text", text.translate(_FLIP_TABLE)[::-1]))
     if len(text) >= 12 and not tokens.isdisjoint(_REVERSED_CUES):
         rev = text[::-1]
-        words = [t for t in tokens if len(t) >= 3 and t.isalpha()][:MAX_SHIFT_TOKENS]
+        words = [t for t in sorted(tokens) if len(t) >= 3 and t.isalpha()][:MAX_SHIFT_TOKENS]
         cues = _hinted_cues()
         gained = sum(1 for t in words if t[::-1] in cues)
         if gained >= max(2, (len(words) + 1) // 2) and gained > sum(1 for t in words if t in cues):
