@@ -18,6 +18,7 @@ from memwarden.store.postgres.views import (
     marks,
     reach,
     scope_reach,
+    scope_where_of,
     where,
 )
 from memwarden.store.rows import record_to_row
@@ -167,10 +168,13 @@ def repeats(db: Handle, view: View, dup_keys: Sequence[int], exclude: str | None
     for v, r in _each_tenant(db, view):
         w, params = where(v)
         db.use(r)
+        # the probe names the index's scope columns too (memory_dupkeys_dup leads with them), so it is one index
+        # range per key, not a scan of every tenant's keys
+        dw, dparams = scope_where_of(v, "d")
         out += db.execute(
             f"SELECT {SELECT_COLS} FROM memory_dupkeys d JOIN memories m ON m.rk = d.rk"
-            f" WHERE d.dup = ANY (%s) AND {w} AND (m.trust = 'untrusted' OR m.status = 'review')"
-            " AND m.id <> %s LIMIT %s", (list(dup_keys), *params, exclude or "", limit)).fetchall()
+            f" WHERE {dw} AND d.dup = ANY (%s) AND {w} AND (m.trust = 'untrusted' OR m.status = 'review')"
+            " AND m.id <> %s LIMIT %s", (*dparams, list(dup_keys), *params, exclude or "", limit)).fetchall()
     return out[:limit]
 
 

@@ -154,3 +154,19 @@ def scope_where(tenant: str, user: str, agents: tuple[str, ...], alias: str) -> 
         return "true", []
     return (f"{alias}.tenant = %s AND {alias}.user_id = %s AND {alias}.agent = ANY (%s)",
             [tenant, user, list(agents)])
+
+
+def scope_where_of(view: View, alias: str) -> tuple[str, list[object]]:
+    """The scope part of ``view`` (whichever levels it names) on another table's own scope columns."""
+    if HOOK.drop_scope:
+        return "true", []
+    parts: list[str] = []
+    params: list[object] = []
+    for column, value in (("tenant", view.tenant), ("user_id", view.user)):
+        if value is not None:
+            parts.append(f"{alias}.{column} = %s")
+            params.append(value)
+    if view.agents is not None:
+        parts.append(f"{alias}.agent = ANY (%s)")
+        params.append(list(view.agents))
+    return " AND ".join(parts) or "true", params
