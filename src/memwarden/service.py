@@ -1415,7 +1415,11 @@ def open_store(url: str | os.PathLike[str] | None = None, *, key: bytes | str | 
     A store behind the anchor kept beside the key (an older copy of the file put back, a truncated audit log)
     raises :class:`RollbackDetected` (I5). ``refuse_rollback=False`` (``doctor``, ``audit verify``,
     ``audit accept-restore``) opens it anyway with ``rollback`` set: it serves nothing and takes no write."""
+    if url is not None and not isinstance(url, (str, os.PathLike)):
+        raise InvalidInput(f"memwarden.open takes a file path or a postgresql:// URL, not {type(url).__name__}")
     path = file_of(url)  # None: a server database (PostgreSQL)
+    if path is not None and path.is_dir():
+        raise InvalidInput(f"{path} is a directory: give the database file's path (e.g. {path / 'memwarden.db'})")
     existed = path.exists() if path is not None else None  # an existing store was signed with a key: never mint
     backend = open_backend(url, durability)  # a new one for it
     if existed is None:

@@ -92,7 +92,7 @@ def _blocks(index: int, role: str, content: Any, out: Turns, name: str | None) -
 
 def read_turns(messages: Iterable[Any]) -> Turns:
     """Validate ``messages`` and return their parts in order (see the module docstring)."""
-    if isinstance(messages, (str, bytes, Mapping)):
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         raise InvalidInput("record_turns takes a list of messages, e.g. [{'role': 'user', 'content': '…'}]")
     out = Turns()
     for index, msg in enumerate(messages):

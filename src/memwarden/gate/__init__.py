@@ -171,7 +171,13 @@ _default_gate: Gate | None = None
 
 
 def scan(text: Any, source: str = "model", kind: str = "fact", *, gate: Gate | None = None) -> Verdict:
-    """Gate verdict for a candidate without storing anything (``memwarden.scan``)."""
+    """Gate verdict for a candidate without storing anything (``memwarden.scan``). ``source`` is one of
+    ``tiers.SOURCES`` (who said it; the gate is sized to it, G8): an unknown one is an error, as on ``save``."""
+    from memwarden.errors import InvalidInput
+    from memwarden.gate.tiers import SOURCES
+
+    if source not in SOURCES:
+        raise InvalidInput(f"unknown source {str(source)[:40]!r}: use one of {', '.join(SOURCES)}")
     global _default_gate
     if gate is None:
         if _default_gate is None:
