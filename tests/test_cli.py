@@ -752,3 +752,13 @@ def test_t6_malformed_row_is_reported_never_raised(cli: Cli) -> None:
     result = cli("export", *ID)
     assert result.exit_code == 1 and [json.loads(x)["id"] for x in result.stdout.splitlines()] == [good]
     assert "doctor found" in cli.fails("doctor")
+
+
+def test_I1_list_says_when_rows_failed_verification(cli: Cli) -> None:
+    """Outside trial: after a row was edited in the file, `list` printed "no memories" and exited 0."""
+    mid = _save(cli, "User prefers Go")
+    good = _save(cli, "User prefers tea")
+    _raw_sql(cli.db, "UPDATE memories SET content = 'User prefers Rust' WHERE id = ?", mid)
+    result = cli("list", *ID)
+    assert result.exit_code == 1 and good in result.stdout and mid not in result.stdout
+    assert "1 memory of this scope failed verification" in result.stderr and "memwarden doctor" in result.stderr

@@ -722,14 +722,21 @@ def list_(
         else [scope]
     )
     found: list[Record] = []
+    refused: list[tuple[str, str]] = []
     for s in scopes:
-        found += service.list_records(operator_context(s), kind=str(kind) if kind else None, limit=limit)
+        found += service.list_records(operator_context(s), kind=str(kind) if kind else None, limit=limit,
+                                      refused=refused)
     title = (
         f"{printable(scope.tenant)}/{printable(scope.user)} (all agents)"
         if all_agents
         else printable(str(scope))
     )
     _print_records(found, title=title, as_json=as_json, show_agent=all_agents)
+    if refused:  # never served, never silent: an operator listing a scope must know rows are missing (I1)
+        typer.echo(f"warning: {len(refused)} memor{'y' if len(refused) == 1 else 'ies'} of this scope failed "
+                   f"verification and are not listed (first: {printable(refused[0][0])}: {refused[0][1][:120]}); "
+                   "run `memwarden doctor`", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()

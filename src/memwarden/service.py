@@ -1225,11 +1225,13 @@ class MemoryService:
         return rec
 
     def list_records(self, ctx: Context, kind: str | None = None, limit: int = 100, *,
-                     item_key: str | None = None, item_prefix: str | None = None) -> list[Record]:
+                     item_key: str | None = None, item_prefix: str | None = None,
+                     refused: list[tuple[str, str]] | None = None) -> list[Record]:
         """The newest visible records of the scope. One index-ordered query per kind, merged: ordering the
         whole scope by time in one query would sort every row of a large scope. ``item_key`` / ``item_prefix``
         (keyed items, :mod:`memwarden.items`): only the records with that key, or whose namespace starts so —
-        both in the SQL, like the scope."""
+        both in the SQL, like the scope. ``refused``: a list that gets the (id, why) of rows that failed
+        verification (logged and never returned)."""
         self._require_session(ctx)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.policy.max_list:
             raise InvalidInput(f"limit must be a whole number from 1 to {self.policy.max_list}")
@@ -1247,6 +1249,8 @@ class MemoryService:
             rows.sort(key=_newest_first, reverse=True)
             good, bad = self._check(db, rows[:limit])
         self._integrity_events(ctx, bad)
+        if refused is not None:
+            refused += bad  # (id, why) of rows that failed verification: never served, but the caller may say so
         return good
 
     def item_namespaces(self, ctx: Context, prefix: str | None = None, limit: int = 1000) -> list[str]:
