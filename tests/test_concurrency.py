@@ -16,6 +16,8 @@ from memwarden import audit, doctor
 from memwarden.errors import InvalidInput, VersionConflict
 from memwarden.service import Context, MemoryService
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 ROUNDS = 5
 

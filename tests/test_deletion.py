@@ -21,6 +21,8 @@ from memwarden.records import content_hash, now_ms
 from memwarden.service import Context, MemoryService
 from raw_sql import raw_sql
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
 DAY_MS = 86_400_000
 TOMBSTONE_TABLES = {"audit", "audit_reads"}
@@ -159,6 +161,7 @@ def test_d1_expiry_at_capacity_publishes_expired_events(db_path: Path, monkeypat
 # --- D2: expiry ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d2_expired_record_is_invisible_before_gc_and_gc_purges_it(store: MemoryService, db_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     with store.session(SCOPE) as s:
@@ -255,6 +258,7 @@ def _assert_gone(store: MemoryService, db_path: Path, ids: dict[str, str]) -> No
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_remove_deletes_record_history_index_and_derived_records(store: MemoryService, db_path: Path
                                                                     ) -> None:
     ids = _populate(store)
@@ -268,6 +272,7 @@ def test_d3_remove_deletes_record_history_index_and_derived_records(store: Memor
     _assert_gone(store, db_path, ids)
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_remove_through_the_tool_dispatcher(store: MemoryService, db_path: Path) -> None:
     ids = _populate(store)
     with store.session(SCOPE) as s:
@@ -276,6 +281,7 @@ def test_d3_remove_through_the_tool_dispatcher(store: MemoryService, db_path: Pa
     _assert_gone(store, db_path, ids)
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 @pytest.mark.parametrize("how", ["session", "tool"])
 def test_d3_clear_leaves_no_row_in_any_table(store: MemoryService, db_path: Path, how: str) -> None:
     ids = _populate(store)
@@ -294,6 +300,7 @@ def test_d3_clear_leaves_no_row_in_any_table(store: MemoryService, db_path: Path
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_removing_a_shared_record_removes_what_agents_derived_from_it(store: MemoryService,
                                                                          db_path: Path) -> None:
     shared = memwarden.Scope("acme", "u-42")
@@ -311,6 +318,7 @@ def test_d3_removing_a_shared_record_removes_what_agents_derived_from_it(store: 
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_derived_record_removed_even_if_its_link_row_was_deleted(store: MemoryService, db_path: Path
                                                                     ) -> None:
     with store.session(SCOPE) as s:
@@ -331,6 +339,7 @@ def test_d3_derived_from_another_scope_is_refused(store: MemoryService) -> None:
                     "Summary", derived_from=[foreign])
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_doctor_reports_planted_zombies(store: MemoryService, db_path: Path) -> None:
     with store.session(SCOPE) as s:
         mid = _save(s, "User likes tea")
@@ -350,6 +359,7 @@ def test_d3_doctor_reports_planted_zombies(store: MemoryService, db_path: Path) 
     assert {"999999", "GHOST", f"{mid} <- GONE"} <= zombies
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_d3_fts_index_keeps_no_term_of_a_removed_record_after_gc(store: MemoryService, db_path: Path) -> None:
     ids = _populate(store)
     with store.session(SCOPE) as s:

@@ -12,6 +12,7 @@ from memwarden.events import Event, EventBus
 from memwarden.gate import REVIEW, RuleHit
 from memwarden.service import MemoryService
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
 
 def test_a3_subscribe_receives_lifecycle_events(store: MemoryService, scope: memwarden.Scope) -> None:
     got: list[Event] = []

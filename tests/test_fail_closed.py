@@ -19,6 +19,8 @@ from memwarden.service import Context, MemoryService
 from memwarden.transfer import import_jsonl
 from raw_sql import raw_sql
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
 
@@ -47,11 +49,12 @@ def test_t6_ended_session_is_refused(store: MemoryService) -> None:
     assert s.call_tool("memory_save", {"content": "x"})["error"] == "invalid_input"  # closed session
 
 
-def test_t6_session_started_by_another_store_object_is_known(store: MemoryService, db_path: Path) -> None:
-    with store.session(SCOPE) as s, memwarden.open(db_path) as other:
+def test_t6_session_started_by_another_store_object_is_known(store: MemoryService, store_url: str) -> None:
+    with store.session(SCOPE) as s, memwarden.open(store_url) as other:
         assert other.write(s.context, "User prefers green tea").status == "accepted"
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_t6_index_error_refuses_instead_of_serving(store: MemoryService, db_path: Path) -> None:
     with store.session(SCOPE) as s:
         s.save("User's favourite editor is Helix")
@@ -61,6 +64,7 @@ def test_t6_index_error_refuses_instead_of_serving(store: MemoryService, db_path
         assert "error" in out and "results" not in out
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_t6_signature_failure_is_refused_and_reported(store: MemoryService, db_path: Path) -> None:
     with store.session(SCOPE) as s:
         mid = s.save("User's locker is number 12").id or ""

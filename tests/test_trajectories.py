@@ -14,6 +14,8 @@ from memwarden.errors import Forbidden, HeldForReview, IntegrityError, InvalidIn
 from memwarden.service import MemoryService
 from raw_sql import raw_sql
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
 SCOPE = memwarden.Scope("acme", "u-42", "support")
 
 
@@ -105,6 +107,7 @@ def test_q4_trajectory_d_summary_laundering_cannot_produce_trusted_memory(store:
     assert "5000 EUR" not in _everything_a_session_sees(store, "refund limit")
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_t3_trajectory_e_agent_tries_to_promote_its_own_memory_everywhere(store: MemoryService, db_path: Path
                                                                           ) -> None:
     with store.session(SCOPE) as s:

@@ -26,6 +26,8 @@ from memwarden.transfer import (
     user_agents,
 )
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
 DAY_MS = 86_400_000
 
 
@@ -96,6 +98,7 @@ def test_d3_deleted_record_not_exported(store: MemoryService, scope: memwarden.S
     assert "Forget me" not in export_markdown(store, "acme", "u-42", include_held=True)
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables (test_postgres.py covers PostgreSQL)
 def test_i1_export_skips_tampered_record(store: MemoryService, scope: memwarden.Scope, db_path: Path) -> None:
     bad = _save(store, scope, "User prefers Go")
     good = _save(store, scope, "User prefers tea")
