@@ -139,6 +139,17 @@ def test_R2_signed_export_reimports_losslessly(store: MemoryService, db_path: Pa
     """The finding: the round trip lost ids, expiry and reminders and duplicated a reminder. A signed export
     restores every record exactly — id, version, times, expiry, due date, status, trust, approval, signature —
     and re-importing it into the store it came from changes nothing."""
+    _signed_round_trip(store, str(db_path.with_name("restored.db")))
+
+
+def test_R2_signed_sqlite_export_restores_losslessly_into_postgresql(store: MemoryService,
+                                                                      pg_database: tuple[str, str]) -> None:
+    """Issue 14 item 6: a SQLite store copied to PostgreSQL (signed export → import, the same key) keeps ids,
+    versions, times, provenance and signatures, and the PostgreSQL audit chain verifies."""
+    _signed_round_trip(store, pg_database[1])
+
+
+def _signed_round_trip(store: MemoryService, other_url: str) -> None:
     ctx = _op_ctx()
     store.write(ctx, "User prefers Go for services", kind="preference")
     store.write(ctx, "Deploys run on Tuesday", sensitivity="confidential", ttl_days=7, metadata={"k": "v"},
@@ -152,7 +163,7 @@ def test_R2_signed_export_reimports_losslessly(store: MemoryService, db_path: Pa
     assert len(before) == 6
     lines = _export(store)
 
-    with memwarden.open(db_path.with_name("restored.db")) as other:
+    with memwarden.open(other_url) as other:
         report = import_jsonl(other, SCOPE, lines, source_label="backup.jsonl")
         assert report.ok and report.restored == 6 and not report.ignored_fields
         assert _state(other) == before  # lossless, signatures included
