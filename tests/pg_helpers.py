@@ -71,3 +71,22 @@ def stop(server: PgServer) -> None:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         for role in (server.migrated.app_role, server.migrated.operator_role):
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def edit_around_the_api(store_url: str, sql: str, params: tuple[object, ...] = ()) -> None:
+    """Run ``sql`` (``?`` placeholders) on the store's database outside memwarden, as an attacker with file or
+    owner access would: on SQLite with sqlite3, on PostgreSQL as the admin role (which row-level security does not
+    confine)."""
+    if store_url.startswith(("postgresql://", "postgres://")):
+        database = urlsplit(store_url).path.lstrip("/")
+        with psycopg.connect(url_for(ADMIN_URL, database), autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+        return
+    import sqlite3
+
+    conn3 = sqlite3.connect(store_url)
+    try:
+        conn3.execute(sql, params)
+        conn3.commit()
+    finally:
+        conn3.close()

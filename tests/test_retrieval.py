@@ -20,6 +20,7 @@ from memwarden.retrieval.embedders import EmbedderError
 from memwarden.retrieval.tokenize import terms
 from memwarden.service import Context, MemoryService
 from memwarden.store.sqlite.schema import SCHEMA_VERSION
+from pg_helpers import edit_around_the_api
 from raw_sql import raw_sql
 
 SCOPE = memwarden.Scope("acme", "u-1", "support")
@@ -57,18 +58,21 @@ def _ids(store: MemoryService, ctx: Context, query: str, ranking: Ranking, k: in
     return {r.id for r in store.retrieval.search(ctx, query, k, ranking=ranking)}
 
 
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[MemoryService]:
+def store(store_url: str) -> Iterator[MemoryService]:
     """These tests exercise every ranking path, so the store stores vectors (the hash embedder); the default
     configuration (no embedder) is covered by the tests that say so."""
-    s = memwarden.open(db_path)
+    s = memwarden.open(store_url)
     s.retrieval.set_embedder(HashEmbedder())
     yield s
     s.close()
 
 
 @pytest.fixture
-def populated(store: MemoryService) -> dict[str, str]:
+def populated(store: MemoryService, store_url: str) -> dict[str, str]:
     """One visible record and one record of every kind that must never be served to SCOPE."""
     ids = {"visible": _write(store, SCOPE, f"The {TOKEN} deploy broke on Tuesday")}
     for name, scope in (("agent", OTHER_AGENT), ("user", OTHER_USER), ("tenant", OTHER_TENANT),
@@ -77,7 +81,7 @@ def populated(store: MemoryService) -> dict[str, str]:
     ids["held"] = _write(store, SCOPE, f"The {TOKEN} deploy broke again on Tuesday", trust="untrusted")
     ids["secret"] = _secret(store)
     ids["expired"] = _write(store, SCOPE, f"The {TOKEN} deploy broke on a Monday long ago", ttl_days=1)
-    store.backend.conn.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (now_ms() - 1, ids["expired"]))
+    edit_around_the_api(store_url, "UPDATE memories SET expires_at = ? WHERE id = ?", (now_ms() - 1, ids["expired"]))
     return ids
 
 
@@ -119,6 +123,7 @@ def test_q2_failing_embedder_degrades_to_lexical_with_an_event(
         assert any(e.event == "embedder_failed" and e.details["where"] == "search" for e in seen)
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q2_failing_embedder_on_write_stores_the_record_without_a_vector(store: MemoryService) -> None:
     seen: list[Event] = []
     store.events.subscribe(seen.append)
@@ -148,6 +153,7 @@ def test_q2_q3_failing_embedder_never_changes_dedup_or_delete_decisions(tmp_path
     assert outcomes[0] == outcomes[1] == ([0, 0, 2, 3], [3], 2)
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q3_near_duplicate_threshold(store: MemoryService) -> None:
     a = _write(store, SCOPE, "On Monday we fixed the flaky login test with Ana after lunch")
     assert _write(store, SCOPE, "on monday, we fixed the flaky login tests with Ana after lunch.") == a  # J=1.0
@@ -162,6 +168,7 @@ def test_q3_near_duplicate_threshold(store: MemoryService) -> None:
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q3_near_duplicate_key_follows_updates_and_deletes(store: MemoryService) -> None:
     a = _write(store, SCOPE, "The staging cluster runs in Frankfurt")
     res = store.write(_ctx(SCOPE), "The staging cluster moved to Dublin", kind="episode", update_id=a,
@@ -177,6 +184,7 @@ def test_q3_near_duplicate_key_follows_updates_and_deletes(store: MemoryService)
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q3_untrusted_never_overwrites_or_evicts_trusted(store: MemoryService) -> None:
     text = "The user's deploy key rotation happens every Friday"
     trusted = _write(store, SCOPE, text)
@@ -212,6 +220,7 @@ def test_q4_consolidation_merges_through_the_write_path(store: MemoryService) ->
     assert doctor.run(store) == []
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q4_consolidation_aborts_when_any_input_changed(store: MemoryService, monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
     a, _b = _consolidation_inputs(store)
@@ -229,6 +238,7 @@ def test_q4_consolidation_aborts_when_any_input_changed(store: MemoryService, mo
     assert store.backend.query("SELECT count(*) FROM memories WHERE source_type = 'consolidation'") == [(0,)]
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_q4_consolidation_inherits_least_trust(store: MemoryService) -> None:
     a, b = _consolidation_inputs(store)
     store.backend.conn.execute("UPDATE memories SET trust = 'untrusted' WHERE id = ?", (b,))  # as if promoted
@@ -255,6 +265,7 @@ def _tables_holding(db_path: Path, needle: str) -> dict[str, int]:
         conn.close()
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_d3_deleting_an_input_leaves_no_merged_text_anywhere(store: MemoryService, db_path: Path) -> None:
     a, b = _consolidation_inputs(store)
     out = consolidate(store, _ctx(SCOPE), "fact", threshold=0.5)
@@ -290,6 +301,7 @@ def test_tokenizer_stems_plurals_and_splits_identifiers() -> None:
     assert terms("Café") == terms("cafe")
 
 
+@pytest.mark.sqlite_only  # reads or edits SQLite's own tables
 def test_fts_index_holds_no_plaintext_terms(store: MemoryService, db_path: Path) -> None:
     _write(store, SCOPE, "The plumbatronic widget")
     assert _tables_holding(db_path, "plumbatronic") == {"memories": 1}
