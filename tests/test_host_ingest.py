@@ -453,6 +453,8 @@ def test_t3_token_create_declares_the_profile_and_expiry_and_list_shows_them(db_
     assert res.exit_code == 0 and "every session is untrusted from its start" in res.stdout
     res = run(app, [*base, "--name", "late", "--expires", "yesterday"])
     assert res.exit_code == 2 and "--expires" in res.stderr
+    res = run(app, [*base, "--name", "far", "--expires", "99999999999d"])  # outside trial: raw milliseconds
+    assert res.exit_code == 2 and "too far ahead" in res.stderr and "8640" not in res.stderr
     res = run(app, ["--db", str(db_path), "token", "create", "--role", "operator", "--tenant", "acme",
                     "--all-users", "--host-reports-ingest"])
     assert res.exit_code == 2 and "for agent tokens" in res.stderr

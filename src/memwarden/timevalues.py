@@ -115,4 +115,7 @@ def parse_expiry(value: Any, now: int) -> int:
             raise InvalidInput(f"an expiry is a duration or a time ({EXPIRY_EXAMPLE})")
     if at <= now:
         raise InvalidInput(f"the expiry {iso(at) if in_range(at) else str(value)[:40]} is not in the future")
+    if not in_range(at):  # say it in the caller's words, not as a count of milliseconds
+        raise InvalidInput(f"the expiry {str(value)[:40]} is too far ahead: the latest time memwarden stores is "
+                           f"{iso(NEVER_EXPIRES)}")
     return check_ms(at, "expiry")
