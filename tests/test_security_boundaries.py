@@ -92,8 +92,8 @@ def test_A4_year_10000_due_reported_by_export_list_beliefs_and_doctor(store: Mem
     bad = _reminder(store, scope)
     _signed_edit(store, bad, due_at=253_402_343_940_000)
     db = store.path
-    code, out, _ = _cli(db, "list", *ID, "--json")
-    assert code == 0 and [m["id"] for m in json.loads(out)] == [keep]
+    code, out, err = _cli(db, "list", *ID, "--json")  # the rest is listed; the bad row is named, exit 1 (as export)
+    assert code == 1 and [m["id"] for m in json.loads(out)] == [keep] and bad in err
     code, out, _ = _cli(db, "beliefs", "--tenant", "acme", "--user", "u-42", "--json")
     assert code == 0
     rows = {m["id"]: m for m in json.loads(out)["memories"]}
@@ -117,8 +117,8 @@ def test_A4_bad_stored_time_written_into_sqlite_is_reported(store: MemoryService
     with store.session(scope) as s:
         assert [m["id"] for m in s.call_tool("memory_view", {})["memories"]] == [keep]
     db = store.path
-    code, out, err = _cli(db, "list", *ID, "--json")
-    assert code == 0 and [m["id"] for m in json.loads(out)] == [keep], err
+    code, out, err = _cli(db, "list", *ID, "--json")  # the rest is listed; the bad row is named, exit 1
+    assert code == 1 and [m["id"] for m in json.loads(out)] == [keep] and bad in err, err
     code, out, err = _cli(db, "beliefs", "--tenant", "acme", "--user", "u-42", "--json")
     assert code == 0, err
     assert {m["id"]: m["verified"] for m in json.loads(out)["memories"]} == {keep: True, bad: False}
