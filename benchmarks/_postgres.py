@@ -43,6 +43,14 @@ def langgraph_postgres() -> str | None:
     return metadata.version("langgraph-checkpoint-postgres")
 
 
+def analyze(target: PgTarget, admin_url: str) -> None:
+    """Planner statistics after a bulk build, as autovacuum would gather them on a running server (only the owner
+    may ANALYZE; the benchmark holds the admin URL)."""
+    database = urlsplit(target.app_url).path.lstrip("/")
+    with psycopg.connect(url_for(admin_url, database), autocommit=True, connect_timeout=10) as conn:
+        conn.execute("ANALYZE")
+
+
 @contextmanager
 def databases(admin_url: str, prefix: str) -> Iterator[PgTarget]:
     name = f"{prefix}_{secrets.token_hex(4)}"

@@ -175,6 +175,8 @@ def run(args: argparse.Namespace, pg: _postgres.PgTarget | None) -> int:
             pg_build_s += time.perf_counter() - t1
         build_langgraph(lg, ("bench", name, "agent"), keys, texts, args.batch)
         print(f"built {name}: {count} records ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    if pg is not None:  # statistics as autovacuum would have them on a running server (it runs every minute)
+        _postgres.analyze(pg, args.postgres)
     build_s = time.perf_counter() - t0
     rows = []
     results: dict[str, Any] = {}

@@ -120,6 +120,7 @@ def _migrate(conn: psycopg.Connection[Any], owner_url: str) -> Migrated:
                            ("pg_operator_role", operator)):
             conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                          (key, value))
+    conn.execute("ANALYZE")  # fresh planner statistics (after a bulk import, run migrate again to refresh them)
     conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
     return Migrated(before, SCHEMA_VERSION, applied, app, operator, _with_user(owner_url, app, passwords.get(app)),
                     _with_user(owner_url, operator, passwords.get(operator)), created)
