@@ -453,3 +453,33 @@ def test_I6_a_password_in_the_query_string_is_never_shown(pg_server: PgServer) -
         assert bad.exit_code == 1 and "hunter2" not in bad.output and "password=***" in bad.output
     finally:
         pg_server.drop(name)
+
+
+@pytest.mark.parametrize("tamper", ["edit", "delete", "truncate_tail"])
+def test_A1_audit_log_tampered_as_the_owner_on_postgresql_fails_verify(pg_server: PgServer, tamper: str) -> None:
+    """A1/I5 on PostgreSQL: an owner who disables the append-only trigger and edits, deletes or truncates audit
+    rows is caught — by the chain (edit, delete) or by the anchor kept beside the key (a truncated tail); the
+    store then refuses to serve until an operator accepts the restore."""
+    name, app_url = pg_server.new_database()
+    try:
+        with memwarden.open(app_url) as store:
+            with store.session(A) as s:
+                for i in range(4):
+                    s.save(f"User note number {i} about the tea order")
+            assert audit.verify(store.backend, store.signer) == []
+        statement = {"edit": "UPDATE audit SET actor = 'operator:mallory' WHERE seq = 3",
+                     "delete": "DELETE FROM audit WHERE seq = 3",
+                     "truncate_tail": "DELETE FROM audit WHERE seq >= (SELECT max(seq) - 1 FROM audit)"}[tamper]
+        with psycopg.connect(pg_server.owner_url(name), autocommit=True) as conn:
+            conn.execute("ALTER TABLE audit DISABLE TRIGGER audit_no_change")
+            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute("ALTER TABLE audit ENABLE TRIGGER audit_no_change")
+        if tamper == "truncate_tail":
+            with pytest.raises(memwarden.errors.RollbackDetected):
+                memwarden.open(app_url)
+        with memwarden.open(app_url, refuse_rollback=False) as store:
+            assert audit.verify(store.backend, store.signer) != [] or store.rollback
+        result = CliRunner().invoke(app, ["--db", pg_server.operator_url(name), "audit", "verify"])
+        assert result.exit_code == 1, result.output
+    finally:
+        pg_server.drop(name)
