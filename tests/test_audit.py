@@ -17,9 +17,12 @@ from conftest import held_write
 from memwarden import audit, doctor
 from memwarden.events import Event
 from memwarden.service import MemoryService
-from raw_sql import raw_sql
+from pg_helpers import tamper_audit
 
 SCOPE = memwarden.Scope(tenant="acme", user="u-42", agent="support")
+
+
+pytestmark = pytest.mark.engines  # the tests that use the store fixture run on SQLite and on PostgreSQL
 
 
 def _normal_use(store: MemoryService) -> dict[str, str]:
@@ -44,7 +47,8 @@ def _normal_use(store: MemoryService) -> dict[str, str]:
 
 
 def _seqs(store: MemoryService) -> list[int]:
-    return [r[0] for r in store.backend.conn.execute("SELECT seq FROM audit ORDER BY seq")]
+    with store.backend.read() as db:
+        return [int(r[0]) for r in db.audit_rows()]
 
 
 def test_a1_verify_is_clean_after_normal_use(store: MemoryService) -> None:
@@ -83,58 +87,55 @@ def test_a1_lifecycle_events_are_in_the_log(store: MemoryService) -> None:
     ("prev_hash", "0" * 64),
     ("hash", "f" * 64),
 ])
-def test_a1_edited_audit_row_fails_verify(store: MemoryService, db_path: Path, column: str, value: object
+def test_a1_edited_audit_row_fails_verify(store: MemoryService, store_url: str, column: str, value: object
                                           ) -> None:
     _normal_use(store)
     middle = _seqs(store)[len(_seqs(store)) // 2]
-    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
-         (f"UPDATE audit SET {column} = ? WHERE seq = ?", (value, middle)))
+    tamper_audit(store_url, (f"UPDATE audit SET {column} = ? WHERE seq = ?", (value, middle)))
     problems = audit.verify(store.backend, store.signer)
     assert problems and {p.seq for p in problems} <= {middle, middle + 1}
     assert any(f.check == "audit" for f in doctor.run(store))
 
 
-def test_a1_edited_tombstone_hash_fails_verify(store: MemoryService, db_path: Path) -> None:
+@pytest.mark.sqlite_only  # SQLite's JSON functions and triggers (test_postgres.py has PostgreSQL's)
+def test_a1_edited_tombstone_hash_fails_verify(store: MemoryService, store_url: str) -> None:
     ids = _normal_use(store)
-    seq = store.backend.conn.execute("SELECT seq FROM audit WHERE event = 'removed' AND memory_id = ?",
-                                     (ids["c"],)).fetchone()[0]
-    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
-         ("UPDATE audit SET details = json_set(details, '$.content_hash', ?) WHERE seq = ?", ("0" * 64, seq)))
+    seq = next(r["seq"] for r in audit.log_rows(store.backend, event="removed", memory_id=ids["c"]))
+    tamper_audit(store_url, ("UPDATE audit SET details = json_set(details, '$.content_hash', ?) WHERE seq = ?",
+                             ("0" * 64, seq)))
     assert [p.seq for p in audit.verify(store.backend, store.signer)] == [seq]
 
 
 @pytest.mark.parametrize("which", ["first", "middle", "second_to_last"])
-def test_a1_deleted_audit_row_fails_verify(store: MemoryService, db_path: Path, which: str) -> None:
+def test_a1_deleted_audit_row_fails_verify(store: MemoryService, store_url: str, which: str) -> None:
     _normal_use(store)
     seqs = _seqs(store)
     seq = {"first": seqs[0], "middle": seqs[len(seqs) // 2], "second_to_last": seqs[-2]}[which]
-    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq = ?", (seq,)))
+    tamper_audit(store_url, ("DELETE FROM audit WHERE seq = ?", (seq,)))
     problems = audit.verify(store.backend, store.signer)
     assert problems and problems[0].seq == seq + 1
     assert any(f.check == "audit" for f in doctor.run(store))
 
 
-def test_a1_deleted_run_of_rows_fails_verify(store: MemoryService, db_path: Path) -> None:
+def test_a1_deleted_run_of_rows_fails_verify(store: MemoryService, store_url: str) -> None:
     _normal_use(store)
     seqs = _seqs(store)
-    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
-         ("DELETE FROM audit WHERE seq BETWEEN ? AND ?", (seqs[2], seqs[6])))
+    tamper_audit(store_url, ("DELETE FROM audit WHERE seq BETWEEN ? AND ?", (seqs[2], seqs[6])))
     assert audit.verify(store.backend, store.signer)
 
 
-def test_a1_truncated_tail_of_the_audit_log_fails_verify(store: MemoryService, db_path: Path) -> None:
+def test_a1_truncated_tail_of_the_audit_log_fails_verify(store: MemoryService, store_url: str) -> None:
     _normal_use(store)
     last = _seqs(store)[-1]
-    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()), ("DELETE FROM audit WHERE seq >= ?", (last - 2,)))
+    tamper_audit(store_url, ("DELETE FROM audit WHERE seq >= ?", (last - 2,)))
     assert audit.verify(store.backend, store.signer)
 
 
-def test_a1_reordered_audit_rows_fail_verify(store: MemoryService, db_path: Path) -> None:
+def test_a1_reordered_audit_rows_fail_verify(store: MemoryService, store_url: str) -> None:
     _normal_use(store)
     seqs = _seqs(store)
     x, y = seqs[3], seqs[4]
-    raw_sql(db_path, ("DROP TRIGGER audit_no_update", ()),
-         ("UPDATE audit SET seq = -1 WHERE seq = ?", (x,)),
+    tamper_audit(store_url, ("UPDATE audit SET seq = -1 WHERE seq = ?", (x,)),
          ("UPDATE audit SET seq = ? WHERE seq = ?", (x, y)),
          ("UPDATE audit SET seq = ? WHERE seq = -1", (y,)))
     problems = audit.verify(store.backend, store.signer)
@@ -142,16 +143,18 @@ def test_a1_reordered_audit_rows_fail_verify(store: MemoryService, db_path: Path
     assert any(f.check == "audit" for f in doctor.run(store))
 
 
-def test_a1_forged_audit_row_fails_verify(store: MemoryService, db_path: Path) -> None:
+def test_a1_forged_audit_row_fails_verify(store: MemoryService, store_url: str) -> None:
     _normal_use(store)
-    seq, prev = store.backend.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    with store.backend.read() as db:
+        seq, prev = db.audit_head()
     details = '{"approver":"operator:alice"}'
     forged = hashlib.sha256((prev + details).encode()).hexdigest()  # the attacker has no key
-    raw_sql(db_path, ("INSERT INTO audit (seq, ts, event, actor, details, prev_hash, hash)"
+    tamper_audit(store_url, ("INSERT INTO audit (seq, ts, event, actor, details, prev_hash, hash)"
                    " VALUES (?, 1, 'promoted', 'operator:alice', ?, ?, ?)", (seq + 1, details, prev, forged)))
     assert {p.seq for p in audit.verify(store.backend, store.signer)} == {seq + 1}
 
 
+@pytest.mark.sqlite_only  # SQLite's JSON functions and triggers (test_postgres.py has PostgreSQL's)
 def test_a1_audit_rows_cannot_be_updated_or_deleted_through_sql(store: MemoryService, db_path: Path) -> None:
     _normal_use(store)
     conn = sqlite3.connect(db_path)
@@ -220,15 +223,14 @@ def test_a2_reads_of_survives_deletion_as_blast_radius(store: MemoryService) -> 
     assert [r["session_id"] for r in audit.reads_of(store.backend, mid)] == [s.id, s.id]
 
 
-def test_a2_hiding_a_read_from_the_blast_radius_breaks_the_chain(store: MemoryService, db_path: Path) -> None:
+def test_a2_hiding_a_read_from_the_blast_radius_breaks_the_chain(store: MemoryService, store_url: str) -> None:
     """The blast radius is read from the chained audit rows, so hiding a read means breaking the chain."""
     with store.session(SCOPE) as s:
         mid = s.save("User prefers Go for services", kind="preference").id
     with store.session(SCOPE) as s:
         s.view(mid)
     assert mid and len(list(audit.reads_of(store.backend, mid))) == 2  # injected into the 2nd session + viewed
-    raw_sql(db_path, ("DROP TRIGGER audit_no_delete", ()),
-         ("DELETE FROM audit WHERE event = 'read' AND details LIKE ?", (f"%{mid}%",)))
+    tamper_audit(store_url, ("DELETE FROM audit WHERE event = 'read' AND details LIKE ?", (f"%{mid}%",)))
     assert len(list(audit.reads_of(store.backend, mid))) == 1
     assert audit.verify(store.backend, store.signer)
     assert any(f.check == "audit" for f in doctor.run(store))
