@@ -102,18 +102,8 @@ def where(view: View, alias: str = "m") -> tuple[str, list[object]]:
 @lru_cache(maxsize=1024)
 def _compiled(view: View, alias: str) -> tuple[str, tuple[object, ...]]:
     a = alias
-    parts: list[str] = []
-    params: list[object] = []
-    if not HOOK.drop_scope:
-        if view.tenant is not None:
-            parts.append(f"{a}.tenant = %s")
-            params.append(view.tenant)
-        if view.user is not None:
-            parts.append(f"{a}.user_id = %s")
-            params.append(view.user)
-        if view.agents is not None:
-            parts.append(f"{a}.agent = ANY (%s)")
-            params.append(list(view.agents))
+    scope, params = scope_where_of(view, a)
+    parts: list[str] = [] if scope == "true" else [scope]
     if view.ids is not None:
         parts.append(f"{a}.id = ANY (%s)")
         params.append(list(view.ids))
