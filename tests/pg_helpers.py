@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from memwarden.store.postgres.migrate import Migrated, migrate
+from raw_sql import raw_sql
 
 ADMIN_URL = os.environ.get("MEMWARDEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -77,40 +80,30 @@ def edit_around_the_api(store_url: str, sql: str, params: tuple[object, ...] = (
     """Run ``sql`` (``?`` placeholders) on the store's database outside memwarden, as an attacker with file or
     owner access would: on SQLite with sqlite3, on PostgreSQL as the admin role (which row-level security does not
     confine)."""
-    if store_url.startswith(("postgresql://", "postgres://")):
-        database = urlsplit(store_url).path.lstrip("/")
-        with psycopg.connect(url_for(ADMIN_URL, database), autocommit=True) as conn:
-            conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
-        return
-    import sqlite3
-
-    conn3 = sqlite3.connect(store_url)
-    try:
-        conn3.execute(sql, params)
-        conn3.commit()
-    finally:
-        conn3.close()
+    _around_the_api(store_url, [(sql, params)])
 
 
 def tamper_audit(store_url: str, *statements: tuple[str, tuple[object, ...]]) -> None:
     """Edit the audit log around the API, as its owner would: past the append-only triggers (SQLite: dropped;
     PostgreSQL: disabled for the edit, as the owner can), ``?`` placeholders on both engines."""
-    if store_url.startswith(("postgresql://", "postgres://")):
-        database = urlsplit(store_url).path.lstrip("/")
-        with psycopg.connect(url_for(ADMIN_URL, database), autocommit=True) as conn, conn.transaction():
-            conn.execute("ALTER TABLE audit DISABLE TRIGGER audit_no_change")
-            for sql, params in statements:
-                conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
-            conn.execute("ALTER TABLE audit ENABLE TRIGGER audit_no_change")
-        return
-    import sqlite3
+    if _is_postgres(store_url):
+        _around_the_api(store_url, [("ALTER TABLE audit DISABLE TRIGGER audit_no_change", ()), *statements,
+                                    ("ALTER TABLE audit ENABLE TRIGGER audit_no_change", ())])
+    else:
+        _around_the_api(store_url, [("DROP TRIGGER IF EXISTS audit_no_update", ()),
+                                    ("DROP TRIGGER IF EXISTS audit_no_delete", ()), *statements])
 
-    conn3 = sqlite3.connect(store_url)
-    try:
-        conn3.execute("DROP TRIGGER IF EXISTS audit_no_update")
-        conn3.execute("DROP TRIGGER IF EXISTS audit_no_delete")
+
+def _is_postgres(store_url: str) -> bool:
+    return store_url.startswith(("postgresql://", "postgres://"))
+
+
+def _around_the_api(store_url: str, statements: Sequence[tuple[str, tuple[object, ...]]]) -> None:
+    """``statements`` committed together outside memwarden: SQLite through raw_sql, PostgreSQL as the admin."""
+    if not _is_postgres(store_url):
+        raw_sql(Path(store_url), *statements)
+        return
+    database = urlsplit(store_url).path.lstrip("/")
+    with psycopg.connect(url_for(ADMIN_URL, database), autocommit=True) as conn, conn.transaction():
         for sql, params in statements:
-            conn3.execute(sql, params)
-        conn3.commit()
-    finally:
-        conn3.close()
+            conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
