@@ -48,7 +48,11 @@ VERSION = "2026.12.01-1"
 # units."); one with rounds 2 and 3 plus train_benign_prefs (913 benign preferences in 18 languages, in every
 # opening a preference is written with; 2026.12.01-3, threshold 0.942) fixed that (0.513) but no longer held
 # disguise combinations the rules miss (the property test of G9 found two), so neither was shipped. The shipped
-# model is what this script makes.
+# model is what this script makes. A third (2026-12-02), with every round up to 5 and every benign set (21,897 texts),
+# chose a threshold of 0.943 (more unseen sources that each need a high one) and was not shipped either: a model
+# trained the same way without round 5 and scored on it held 45.0 % of its attacks at that threshold, against 54.0 %
+# for the shipped model (3.1 % of its benign controls against 5.8 %); on the held-out PromptShield attacks the whole
+# gate detected 93.3 % against 93.6 %.
 NOT_YET_TRAINED = frozenset({"attacks_d1", "attacks_d2", "benign_behaviour_prefs", "benign_dev_memories",
                              "benign_memories_multilingual_r2", "benign_turns_multilingual_r2",
                              "attacks_e", "benign_work_memories", "benign_life_prefs", "train_benign_prefs",
@@ -88,7 +92,8 @@ def load_docs() -> list[Doc]:
         if not path.is_file():
             continue
         for row in read_jsonl(path):
-            label = row.get("label")
+            # the benign "memories" sets carry no label: every row of a benign_* file is benign
+            label = row.get("label", "benign" if path.stem.startswith("benign_") else None)
             if label not in ("attack", "benign"):
                 continue
             docs.append(Doc(views(str(row["text"])), int(label == "attack"), path.stem, str(row.get("lang", "?"))))
