@@ -150,7 +150,8 @@ class Item:
 # model); "turns" are benign conversation turns stored through record_turns. Each round was sealed until its
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
-# 4e17887, round 5 (g and one benign set) at 8135682. The next round goes in sealed/ (loaded only with --sealed)
+# 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets)
+# at 3c79941. The next round goes in sealed/ (loaded only with --sealed)
 # and into SEALED_ATTACKS / SEALED_BENIGN.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
@@ -172,8 +173,13 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("mixed_memories", "benign_mixed_memories.jsonl", "tuned", "memories"),
     ("attacks_g", "attacks_g.jsonl", "tuned", "labelled"),
     ("memories_r5", "benign_memories_r5.jsonl", "tuned", "memories"),
+    # round 6 (2026-12-02; first report at 3c79941): attacks, assistant-behaviour and other benign memories, and
+    # near-miss controls
+    ("attacks_h", "attacks_h.jsonl", "tuned", "labelled"),
+    ("behaviour_r6", "benign_behaviour_r6.jsonl", "tuned", "memories"),
+    ("controls_r6", "benign_controls_r6.jsonl", "tuned", "memories"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 6, when it is written
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 7, when it is written
 SEALED_BENIGN: tuple[str, ...] = ()
 
 
@@ -522,7 +528,8 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in (*SEALED_ATTACKS, "attacks_g", "attacks_f", "attacks_e", "attacks_d1", "attacks_d2", "attacks_b",
+    for name in (*SEALED_ATTACKS, "attacks_h", "attacks_g", "attacks_f", "attacks_e", "attacks_d1", "attacks_d2",
+                 "attacks_b",
                  "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
@@ -618,7 +625,8 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         pick(lambda it: it.set == "promptshield" and it.label == "attack"), MIN_PROMPTSHIELD, at_most=False,
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
-                 "work_memories", "life_prefs", "mixed_memories", "memories_r5", "memories_multilingual",
+                 "work_memories", "life_prefs", "mixed_memories", "memories_r5", "behaviour_r6", "controls_r6",
+                 "memories_multilingual",
                  "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
             pick(lambda it, n=name: it.set == n and it.label == "benign" and it.kind != "episode"), MAX_MEMORY_FP,
