@@ -269,6 +269,7 @@ def main() -> int:
     p.add_argument("--queries", type=int, default=3_000)
     p.add_argument("--dir", type=Path, default=None, help="work directory (default: a new temporary one)")
     p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--new", type=Path, default=TREE_SRC, help="src/ of the tree compared (default: this tree's)")
     a = p.parse_args()
     work = a.dir or Path(tempfile.mkdtemp(prefix="search-eq-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -293,7 +294,7 @@ def main() -> int:
     rows = []
     for config in a.configs.split(","):
         outs = {}
-        for side, src in (("ref", ref_root / "src"), ("tree", TREE_SRC)):
+        for side, src in (("ref", ref_root / "src"), ("tree", a.new)):
             shutil.rmtree(run, ignore_errors=True)
             shutil.copytree(base, run)
             t0 = time.monotonic()
