@@ -11,6 +11,7 @@ the search is lexical-only, with an ``embedder_failed`` event; it never raises i
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,20 +109,24 @@ class HybridSearch:
             m, skipped = safe_embed(self.embedder, [query], query=True)
             qvec = None if m is None else m[0]
         cands: dict[int, _Cand] = {}
+        refused: set[int] = set()  # row keys the view's query was asked for and did not return (not visible)
         with svc.backend.read() as db:
             if qterms:
-                self._lexical(db, view, scope, ctx.clearance, tags, qterms, agents, cands)
+                self._lexical(db, view, scope, ctx.clearance, tags, qterms, agents, cands, refused)
             if qvec is not None:
-                self._dense(db, view, qvec, scope, ctx.clearance, agents, cands)
+                self._dense(db, view, qvec, scope, ctx.clearance, agents, cands, refused)
             if not cands:
                 return [], skipped
             self._fuse(cands, qvec is not None)
             if rk.mode != "bm25" and rk.expand > 0:
-                self._expand(db, svc._visible(ctx, view.live_at, kind=Kind.EPISODE, unfolded_at=view.unfolded_at),
-                             cands)
+                episodes = svc._visible(ctx, view.live_at, kind=Kind.EPISODE, unfolded_at=view.unfolded_at)
+                # what the first reads learned holds for the episodes' view when it is the search's own view
+                # narrowed to episodes (the search has no kind, or asks for episodes): a candidate episode passes
+                # it, any other candidate and every refused row do not
+                known = view.kind in (None, Kind.EPISODE) and episodes == view._replace(kind=Kind.EPISODE)
+                self._expand(db, episodes, cands, refused if known else None)
             self._weigh(cands)
-            best = sorted(cands.values(), key=lambda c: (-c.score, c.rowid))[:k]
-            order = {c.rowid: i for i, c in enumerate(best)}
+            order = {rowid: i for i, (rowid, _score) in enumerate(self._best(cands, k))}
             rows = db.ranked(view, list(order))
             rows.sort(key=lambda r: order[r[0]])
             good, bad = svc._check(db, [r[1] for r in rows])
@@ -131,7 +136,7 @@ class HybridSearch:
     # --- signals ------------------------------------------------------------------------------------------
 
     def _lexical(self, db: Reads, view: View, scope: Scope, clearance: int, tags: list[str], qterms: list[str],
-                 agents: list[str], cands: dict[int, _Cand]) -> None:
+                 agents: list[str], cands: dict[int, _Cand], refused: set[int]) -> None:
         """BM25 over the in-memory postings of what the caller may see in the scope (retrieval/postings.py): N,
         document frequencies and the average length count visible documents only (S3, T2: a hidden record
         never moves a score); every document holding a query term is scored. The best ``pool`` are then read
@@ -152,10 +157,10 @@ class HybridSearch:
             for i in range(0, len(part), _IN_CHUNK):
                 chunk = part[i:i + _IN_CHUNK]
                 for row in db.candidates(view, chunk):
-                    c = _cand(row)
-                    c.lex = score[c.rowid]
-                    cands[c.rowid] = c
+                    rowid = int(row[0])
+                    cands[rowid] = _Cand(rowid, str(row[1]), str(row[2]), str(row[3]), int(row[4]), score[rowid])
                     visible += 1
+                refused.update(r for r in chunk if r not in cands)
             if visible >= rk.pool // 2 or len(ranked) < depth:  # enough, or every candidate was read
                 return
             start, depth = depth, depth * 20
@@ -197,7 +202,7 @@ class HybridSearch:
             cands[c.rowid] = c
 
     def _dense(self, db: Reads, view: View, qvec: np.ndarray, scope: Scope, clearance: int, agents: list[str],
-               cands: dict[int, _Cand]) -> None:
+               cands: dict[int, _Cand], refused: set[int]) -> None:
         """Cosine over the scope's vectors of this embedder, held in memory (retrieval/postings.py
         ``VectorCache``, kept in step through ``index_log``). The best ``dense_pool`` join the candidates only
         through the visibility filter (S3); lexical candidates (already visible) get their cosine too."""
@@ -227,6 +232,7 @@ class HybridSearch:
             for row in db.candidates(view, missing):
                 c = _cand(row)
                 cands[c.rowid] = c
+            refused.update(r for r in missing if r not in cands)
         for rid, d in dense.items():
             if rid in cands:
                 cands[rid].dense = d
@@ -239,12 +245,14 @@ class HybridSearch:
         for c in cands.values():
             c.score = (c.lex / top if top > 0 else 0.0) + (w * c.dense if dense_used else 0.0)
 
-    def _expand(self, db: Reads, episodes: View, cands: dict[int, _Cand]) -> None:
+    def _expand(self, db: Reads, episodes: View, cands: dict[int, _Cand], refused: set[int] | None) -> None:
         """Context expansion: a turn next to a matching turn of the same session shares part of its score.
         Neighbours are the nearest visible episodes of the seed's session in write order (``rowid``), looked
         for within ``expand_window`` rows on each side (sessions written interleaved with many others may lose
-        their expansion, never their results)."""
+        their expansion, never their results). ``refused``: when given, rows known not to pass ``episodes`` —
+        and then the candidates' kinds say which of them do — so only the other neighbours are read."""
         rk = self.ranking
+        expand = rk.expand
         seeds = sorted((c for c in cands.values() if c.kind == Kind.EPISODE and c.score > 0),
                        key=lambda c: (-c.score, c.rowid))[:rk.expand_top]
         if not seeds:
@@ -252,46 +260,59 @@ class HybridSearch:
         found: dict[int, tuple[Any, ...]] = {}
         # First the rows right next to every seed, in one query: a session written in one go (the common case)
         # has its neighbours there. Only a side that comes up short is then searched within the window.
-        near = sorted({seed.rowid + d for seed in seeds for d in range(-rk.expand, rk.expand + 1) if d})
+        near = {seed.rowid + d for seed in seeds for d in range(-expand, expand + 1) if d}
+        if refused is not None:
+            for rid in [r for r in near if r in cands]:
+                c = cands[rid]
+                if c.kind == Kind.EPISODE:
+                    found[rid] = (c.rowid, c.agent, c.session_id, c.kind, c.updated_at)
+                near.discard(rid)
+            near.difference_update(refused)
         if near:
-            for row in db.candidates(episodes, near):
+            for row in db.candidates(episodes, sorted(near)):
                 found[int(row[0])] = row
         window = rk.expand_window
         runs: list[list[tuple[Any, ...]]] = []
         short: list[tuple[int, tuple[str, int, int, bool, int]]] = []  # the sides to search within the window
+        get = found.get
         for seed in seeds:
+            rowid, session = seed.rowid, seed.session_id
             for step in (-1, 1):
                 run = []
-                for d in range(1, rk.expand + 1):  # consecutive same-session rows found next to the seed
-                    row = found.get(seed.rowid + step * d)
-                    if row is None or row[2] != seed.session_id:
+                for d in range(1, expand + 1):  # consecutive same-session rows found next to the seed
+                    row = get(rowid + step * d)
+                    if row is None or row[2] != session:
                         break
                     run.append(row)
-                if len(run) < rk.expand:
-                    lo, hi = ((seed.rowid - window, seed.rowid - 1) if step < 0
-                              else (seed.rowid + 1, seed.rowid + window))
-                    short.append((len(runs), (seed.session_id, lo, hi, step < 0, rk.expand)))
+                if len(run) < expand:
+                    lo, hi = (rowid - window, rowid - 1) if step < 0 else (rowid + 1, rowid + window)
+                    short.append((len(runs), (session, lo, hi, step < 0, expand)))
                 runs.append(run)
         if short:  # one read for all of them (each: its own query, nearest first)
             for (i, _w), got in zip(short, db.session_windows(episodes, [w for _i, w in short]), strict=True):
                 runs[i] = got
+        decay = [rk.expand_decay ** dist for dist in range(expand + 1)]
         i = 0
         for seed in seeds:  # the bonuses in seed, side order
+            score = seed.score
             for _side in (-1, 1):
                 for dist, row in enumerate(runs[i], start=1):
                     rid = int(row[0])
                     c = cands.get(rid)
                     if c is None:
                         c = cands[rid] = _cand(row)
-                    c.bonus += seed.score * rk.expand_decay ** dist
+                    c.bonus += score * decay[dist]
                 i += 1
-        for c in cands.values():
-            c.score += c.bonus
 
     def _weigh(self, cands: dict[int, _Cand]) -> None:
+        """Each candidate's score: (fused score + expansion bonus) × its kind's weight × the recency boost."""
         rk = self.ranking
         now = now_ms()
+        weights, boost, half_life = rk.kind_weights, rk.recency_boost, rk.recency_half_life_days
         for c in cands.values():
             age_days = max(0.0, (now - c.updated_at) / DAY_MS)
-            c.score *= rk.kind_weights.get(c.kind, 1.0) * (
-                1.0 + rk.recency_boost * 0.5 ** (age_days / rk.recency_half_life_days))
+            c.score = (c.score + c.bonus) * (weights.get(c.kind, 1.0) * (1.0 + boost * 0.5 ** (age_days / half_life)))
+
+    def _best(self, cands: dict[int, _Cand], k: int) -> list[tuple[int, float]]:
+        """The ``k`` best ``(row key, score)``, best first, ties by row key."""
+        return [(rowid, -neg) for neg, rowid in heapq.nsmallest(k, [(-c.score, c.rowid) for c in cands.values()])]

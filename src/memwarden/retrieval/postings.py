@@ -46,6 +46,8 @@ MAX_ENTRIES = 8_000_000  # postings held over all scopes (~50 MB); least recentl
 CHUNK = 500  # rowids per IN (...) when re-reading changed rows
 NEVER = (1 << 63) - 1  # the expiry of a document that does not expire (tests build postings without one)
 _EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0, dtype=np.float64)
+MAX_CACHED_TERMS = 4_096  # per scope: query terms whose BM25 contributions are kept until the scope changes
 
 
 def visible_view(scope: Scope, read_shared: bool, clearance: int, now: int) -> View:
@@ -66,6 +68,7 @@ class ScopePostings:
 
     __slots__ = (
         "_base",
+        "_contrib",
         "_docs",
         "_np",
         "alive",
@@ -96,6 +99,9 @@ class ScopePostings:
         self.postings: dict[str, tuple[array[int], array[int]]] = {}  # of documents added after that
         self._np: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # numpy copies of queried postings
         self._docs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # rowids, lengths, alive as numpy
+        # per query term (its tokens, k1, b): the alive documents holding it and their BM25 contributions. Valid
+        # while ``_docs`` is (every add and drop resets both: N, df and the average length are then unchanged)
+        self._contrib: dict[tuple[tuple[str, ...], float, float], tuple[np.ndarray, np.ndarray]] = {}
         self.entries = 0
 
     @classmethod
@@ -205,25 +211,20 @@ class ScopePostings:
         if self._docs is None:
             self._docs = (np.array(self.rowids, dtype=np.int64), np.array(self.lengths, dtype=np.float64),
                           np.frombuffer(bytes(self.alive), dtype=np.bool_))
-        rowids, lengths, alive = self._docs
-        avgdl = self.total_len / n or 1.0
+            self._contrib = {}
+        rowids = self._docs[0]
         locs_all, contrib_all = [], []
+        cache = self._contrib
         for tokens in terms:
-            found = [a for a in map(self._arrays, tokens) if a is not None]
-            if not found:
-                continue
-            locs = np.concatenate([a[0] for a in found]) if len(found) > 1 else found[0][0]
-            tf = np.concatenate([a[1] for a in found]) if len(found) > 1 else found[0][1]
-            if self.dead:
-                keep = alive[locs]
-                locs, tf = locs[keep], tf[keep]
-            df = len(locs)
-            if not df:
-                continue
-            idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
-            norm = k1 * (1.0 - b + b * lengths[locs] / avgdl)
-            locs_all.append(locs)
-            contrib_all.append(idf * tf * (k1 + 1.0) / (tf + norm))
+            key = (tuple(tokens), k1, b)
+            got = cache.get(key)
+            if got is None:
+                if len(cache) >= MAX_CACHED_TERMS:
+                    cache.clear()
+                got = cache[key] = self._contribution(tokens, k1, b)
+            if len(got[0]):
+                locs_all.append(got[0])
+                contrib_all.append(got[1])
         if not locs_all:
             return []
         scores = np.bincount(np.concatenate(locs_all), np.concatenate(contrib_all), minlength=len(rowids))
@@ -238,6 +239,29 @@ class ScopePostings:
             s = scores[hit]
         order = np.lexsort((rowids[hit], -s))
         return [(int(rowids[i]), float(scores[i])) for i in hit[order]]
+
+
+    def _contribution(self, tokens: Sequence[str], k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+        """The alive documents holding a query term (any of its ``tokens``) and the term's BM25 contribution to
+        each: empty when none does. Call with ``_docs`` set."""
+        assert self._docs is not None
+        _rowids, lengths, alive = self._docs
+        n = self.n_alive
+        found = [a for a in map(self._arrays, tokens) if a is not None]
+        if not found:
+            return _EMPTY, _EMPTY_F
+        locs = np.concatenate([a[0] for a in found]) if len(found) > 1 else found[0][0]
+        tf = np.concatenate([a[1] for a in found]) if len(found) > 1 else found[0][1]
+        if self.dead:
+            keep = alive[locs]
+            locs, tf = locs[keep], tf[keep]
+        df = len(locs)
+        if not df:
+            return _EMPTY, _EMPTY_F
+        avgdl = self.total_len / n or 1.0
+        idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+        norm = k1 * (1.0 - b + b * lengths[locs] / avgdl)
+        return locs, idf * tf * (k1 + 1.0) / (tf + norm)
 
 
 class _Entry(Protocol):

@@ -143,6 +143,9 @@ class SqliteBackend:
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA temp_store = MEMORY")  # savepoint journals of grouped writes stay in memory
         c.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: deleted content leaves no remnant (D3)
+        # Reads run on this connection whenever no write is (``read``): memory-mapped, a search's row lookups by
+        # rowid are page reads from the map, not a pread() each once the 2 MB page cache is full (as the reader)
+        c.execute("PRAGMA mmap_size = 268435456")
 
         self.indexer = Indexer()  # FTS terms + vectors, written in the record's transaction (issue 5)
 

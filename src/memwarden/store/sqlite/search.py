@@ -58,10 +58,20 @@ def has_vectors(db: Handle) -> bool:
     return db.execute("SELECT 1 FROM memory_vectors LIMIT 1").fetchone() is not None
 
 
+def _key_list(keys: Sequence[int]) -> str:
+    """Row keys as one JSON array parameter (``IN (SELECT value FROM json_each(?))``): one statement text for any
+    number of keys, so it is prepared once and stays in the connection's statement cache (an ``IN (?, ?, …)`` list
+    is a new statement, parsed and planned again, for every distinct length)."""
+    return "[" + ",".join(str(int(k)) for k in keys) + "]"
+
+
+_IN_KEYS = "m.rowid IN (SELECT value FROM json_each(?))"
+
+
 def candidates(db: Handle, view: View, keys: Sequence[int]) -> list[CandidateRow]:
     w, params = where(view)
-    return db.execute(f"SELECT {CAND_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN ({marks(len(keys))})"
-                      f" AND {w}", (*keys, *params)).fetchall()
+    return db.execute(f"SELECT {CAND_COLS} FROM memories m NOT INDEXED WHERE {_IN_KEYS} AND {w}",
+                      (_key_list(keys), *params)).fetchall()
 
 
 def session_windows(db: Handle, view: View, windows: Sequence[tuple[str, int, int, bool, int]]
@@ -77,8 +87,8 @@ def session_windows(db: Handle, view: View, windows: Sequence[tuple[str, int, in
 
 def ranked(db: Handle, view: View, keys: Sequence[int]) -> list[tuple[int, RecordRow]]:
     w, params = where(view)
-    rows = db.execute(f"SELECT m.rowid, {SELECT_COLS} FROM memories m NOT INDEXED WHERE m.rowid IN"
-                      f" ({marks(len(keys))}) AND {w}", (*keys, *params)).fetchall()
+    rows = db.execute(f"SELECT m.rowid, {SELECT_COLS} FROM memories m NOT INDEXED WHERE {_IN_KEYS} AND {w}",
+                      (_key_list(keys), *params)).fetchall()
     return [(int(r[0]), tuple(r[1:])) for r in rows]
 
 
