@@ -55,14 +55,16 @@ class Load:
 
 def _client(server: int, base: str, token: str, user: str, tag: int, deadline: float, load: Load) -> None:
     """One REST client: its own token, session and keep-alive connection; saves unique episodes until the
-    deadline, every SEARCH_EVERY-th call a search."""
+    deadline (and at least SEARCH_EVERY calls), every SEARCH_EVERY-th call a search."""
     try:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
             r = c.post("/v1/sessions")
             assert r.status_code == 201, r.text
             sid = r.json()["session_id"]
             n = 0
-            while time.monotonic() < deadline:
+            # at least one search per client however slow the machine is (under load a client could reach the
+            # deadline before its SEARCH_EVERY-th call)
+            while n < SEARCH_EVERY or time.monotonic() < deadline:
                 n += 1
                 if n % SEARCH_EVERY == 0:
                     r = c.post(f"/v1/sessions/{sid}/tools/memory_search", json={"query": "release build", "k": 5})
