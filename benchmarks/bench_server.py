@@ -78,6 +78,7 @@ try:
 except ImportError:  # pragma: no cover - the dev/server extra is missing
     sys.exit("httpx is not installed: .venv/bin/pip install -e '.[dev]'")
 
+import _words
 import memwarden
 from _report import cpu_model, table
 from memwarden import auth
@@ -94,18 +95,7 @@ TENANT = "bench"
 WRITE_RATE = 1_000_000_000  # per token per minute: the limiter runs, never refuses
 BATCH = 2_000
 
-_NAMES = ("Ana", "Ben", "Chloé", "Dmitri", "Esra", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemal", "Lena",
-          "Mateo", "Nadia", "Oskar", "Priya", "Rosa", "Sven", "Tamar", "Victor", "Wen", "Yusuf")
-_TOPICS = ("flaky integration tests", "a slow dashboard query", "the quarterly roadmap", "the on-call rotation",
-           "a failed deploy", "the migration plan", "customer churn numbers", "API rate limits",
-           "the staging database", "release notes", "a memory leak in the worker", "the pricing experiment",
-           "invoice rounding", "the search ranking", "backup restores", "the mobile login flow")
-_PROJECTS = ("billing-api", "search revamp", "mobile onboarding", "data warehouse", "auth service",
-             "invoice exporter", "support dashboard", "pricing page", "nightly ETL job", "notification service")
-_OUTCOMES = ("it was fixed by pinning the dependency", "the user agreed to revisit it next sprint",
-             "we shipped a patch the same day", "the root cause was a missing index",
-             "the decision was to keep the current design", "a follow-up ticket was opened",
-             "it turned out to be a timezone bug", "we rolled back and retried an hour later")
+_NAMES, _TOPICS, _PROJECTS, _OUTCOMES = _words.NAMES, _words.TOPICS, _words.PROJECTS, _words.OUTCOMES
 
 
 def episode(rng: random.Random, n: int) -> str:

@@ -39,24 +39,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _words
+
 HERE = Path(__file__).resolve().parent
 TREE_SRC = HERE.parent / "src"
 TENANT = "eq"
 CONFIGS = ("none", "hash", "bm25")
 
-_NAMES = ("Ana", "Ben", "Chloé", "Dmitri", "Esra", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemal", "Lena",
-          "Mateo", "Nadia", "Oskar", "Priya", "Rosa", "Sven", "Tamar", "Victor", "Wen", "Yusuf", "Zoë", "Łukasz")
-_TOPICS = ("flaky integration tests", "a slow dashboard query", "the quarterly roadmap", "the on-call rotation",
-           "a failed deploy", "the migration plan", "customer churn numbers", "API rate limits",
-           "the staging database", "release notes", "a memory leak in the worker", "the pricing experiment",
-           "invoice rounding", "the search ranking", "backup restores", "the mobile login flow",
-           "la facturación mensual", "die Größe des Caches", "東京 オフィス の 移転", "café crème budget")
-_PROJECTS = ("billing-api", "search revamp", "mobile onboarding", "data warehouse", "auth service",
-             "invoice exporter", "support dashboard", "pricing page", "nightly ETL job", "notification service")
-_OUTCOMES = ("it was fixed by pinning the dependency", "the user agreed to revisit it next sprint",
-             "we shipped a patch the same day", "the root cause was a missing index",
-             "the decision was to keep the current design", "a follow-up ticket was opened",
-             "it turned out to be a timezone bug", "we rolled back and retried an hour later")
+_NAMES = (*_words.NAMES, "Zoë", "Łukasz")
+_TOPICS = (*_words.TOPICS, "la facturación mensual", "die Größe des Caches", "東京 オフィス の 移転",
+           "café crème budget")
+_PROJECTS, _OUTCOMES = _words.PROJECTS, _words.OUTCOMES
 _FACTS = ("prefers {t} discussed in the morning", "works on the {p} with {n}", "{n} owns {t}",
           "the {p} deadline is next Friday", "uses dark mode when reviewing {t}")
 
