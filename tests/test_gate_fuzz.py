@@ -70,11 +70,15 @@ def test_g3_scan_of_100kb_adversarial_input_is_linear(name: str) -> None:
     gate = Gate(BIG)
     text = ADVERSARIAL[name]
     small = text[: len(text) // 10]
-    t0 = time.process_time()
-    gate.check(Candidate(small, "fact", "model"))
-    t_small = time.process_time() - t0
-    t0 = time.process_time()
-    gate.check(Candidate(text, "fact", "model"))
-    t_big = time.process_time() - t0
+    # the best of three runs of each size: one slow run on a busy machine (another process evicting the caches)
+    # must not fail the check, and a real superlinear scan is slow on every run
+    t_small = min(_cpu_seconds(gate, small) for _ in range(3))
+    t_big = min(_cpu_seconds(gate, text) for _ in range(3))
     assert t_big < 2.0, f"{name}: {t_big:.2f}s for 100 KB"
     assert t_big < 30 * max(t_small, 0.005), f"{name}: {t_small:.4f}s for 10 KB but {t_big:.2f}s for 100 KB"
+
+
+def _cpu_seconds(gate: Gate, text: str) -> float:
+    t0 = time.process_time()
+    gate.check(Candidate(text, "fact", "model"))
+    return time.process_time() - t0
