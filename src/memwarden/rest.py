@@ -667,6 +667,9 @@ def create_app(service: MemoryService, config: ServerConfig | None = None, *, cl
                                                                        "SSE clients when they reconnect).")
                                         ] = None) -> StreamingResponse:
         assert creds is not None  # _principal refused the request otherwise
+        if event and (unknown := sorted(set(event) - set(known := audit.event_names(service.backend)))):
+            # a mistyped name would otherwise open a stream that stays silent forever
+            raise InvalidInput(f"unknown event {', '.join(map(repr, unknown))}: events are {', '.join(known)}")
         head = audit.newest_seq(service.backend)
         start = after if last_event_id is None else _event_id(last_event_id)
         if start is not None and start > head:
