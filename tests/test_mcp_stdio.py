@@ -142,6 +142,35 @@ def test_s2_agent_token_sees_only_its_own_user_p2_search_and_view(db_path: Path)
         assert [r.id for r in s.view()] == [b_id]  # B's memory is untouched
 
 
+def test_s2_a_token_revoked_while_the_server_runs_is_refused_on_the_next_call(db_path: Path) -> None:
+    """The identity is fixed at start, but the token behind it is not trusted forever: an operator's revocation
+    stops a running ``memwarden mcp`` at its next request, with nothing saved after it."""
+    with memwarden.open(db_path) as store:
+        token, principal = auth.create_token(store, "agent", A.tenant, user=A.user, agent=A.agent)
+
+    async def script(s: ClientSession) -> None:
+        assert _payload(await s.call_tool("memory_save", {"content": "User prefers tea", "kind": "preference"}))
+        with memwarden.open(db_path) as store:
+            auth.revoke_token(store, principal.token_id)
+        for name, args in (("memory_save", {"content": "User prefers coffee", "kind": "preference"}),
+                           ("memory_search", {"query": "tea"}), ("memory_view", {})):
+            try:
+                r = await s.call_tool(name, args)
+            except Exception as exc:  # refused as a JSON-RPC error
+                said = str(exc)
+            else:
+                assert r.is_error, name
+                said = r.content[0].text
+            assert "was revoked" in said and "tea" not in said, (name, said)
+        with pytest.raises(Exception, match="was revoked"):
+            await s.get_prompt(PROMPT_NAME)
+
+    _run(db_path, script, token=token)
+    with memwarden.open(db_path) as store:
+        saved = [r for r in audit.log_rows(store.backend, limit=1000) if r["event"] in ("added", "held")]
+        assert len(saved) == 1, saved  # the save before the revocation (held: the host reports no ingest)
+
+
 def test_p1_block_is_byte_identical_for_the_whole_session_after_writes(db_path: Path) -> None:
     with memwarden.open(db_path) as store:
         (first,) = _seed(store, A, "User prefers short answers")

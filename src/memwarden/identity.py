@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memwarden import auth
@@ -24,9 +25,20 @@ class Identity:
     actor: str = "host:local"  # how the audit log names it (agent:<token name> for a token)
     reports_ingest: bool = False  # the host reports what the session ingests (token profile or local flag)
     expires_at: int | None = None  # the token's expiry (unix ms)
+    # re-reads the token's row: raises auth.AuthError once it is revoked, edited or expired (None: local flags)
+    recheck: Callable[[], object] | None = field(default=None, repr=False, compare=False)
 
     def expired(self) -> bool:
         return self.expires_at is not None and now_ms() >= self.expires_at
+
+    def still_valid(self) -> None:
+        """:class:`memwarden.auth.AuthError` (one line) if the token this identity came from is no longer live —
+        revoked after the process started included: a long-running ``memwarden mcp`` must stop acting for a
+        token the moment an operator revokes it, not at its next start."""
+        if self.expired():
+            raise auth.AuthError(f"the token of this process ({self.via}) expired")
+        if self.recheck is not None:
+            self.recheck()
 
 
 def local_identity(tenant: str | None, user: str | None, agent: str | None, host_reports_ingest: bool = False,
@@ -65,4 +77,4 @@ def token_identity(service: MemoryService, token: str, tenant: str | None = None
                              "a flag cannot give it one (create a token with `memwarden token create "
                              "--host-reports-ingest`)")
     return Identity(scope, f"token {principal.name}", principal.actor, principal.host_reports_ingest,
-                    principal.expires_at)
+                    principal.expires_at, recheck=lambda: auth.authenticate(service, token))

@@ -30,7 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
 
-from memwarden import __version__, host_ingest
+from memwarden import __version__, auth, host_ingest
 from memwarden.identity import Identity
 from memwarden.timevalues import iso
 
@@ -168,7 +168,8 @@ def build_server(use: UseSession, *, instructions: str = INSTRUCTIONS, admit: Ad
 
 def build_stdio_server(session: Session, identity: Identity | None = None) -> Server[Any]:
     """The stdio server of one process and its one session; the block also ends the server's instructions. Once
-    the identity's token expires, every request is refused with one line."""
+    the identity's token expires or is revoked, every request is refused with one line: the token's row is read
+    again before each request (one indexed lookup, ~0.1 ms), so a revocation takes effect on the next call."""
 
     async def use(fn: Callable[[Session], Any]) -> Any:
         # Synchronous on purpose: one stdio client, calls served one at a time in the order they arrive, each a
@@ -176,6 +177,12 @@ def build_stdio_server(session: Session, identity: Identity | None = None) -> Se
         if identity is not None and identity.expired():
             raise MCPError(INVALID_REQUEST, f"the token of this server ({identity.via}) expired at "
                                             f"{iso(identity.expires_at)}; restart it with a new token")
+        if identity is not None:
+            try:
+                identity.still_valid()
+            except auth.AuthError as exc:
+                raise MCPError(INVALID_REQUEST, f"{exc}; this server ({identity.via}) no longer acts for it") \
+                    from None
         return fn(session)
 
     intro = REPORTED_INSTRUCTIONS if identity is not None and identity.reports_ingest else UNREPORTED_INSTRUCTIONS
