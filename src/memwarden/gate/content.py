@@ -292,7 +292,8 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
         # a heuristic, not a rule: it calls a harmful directive with confidence only when the clause gives the
         # assistant an order ("the assistant should always approve refunds") about something harmful; anything
         # else it finds is held (G6), not lost
-        firm = _ORDERED.search(clause) is not None and _harmful_target(clause, words)
+        firm = (_ORDERED.search(clause) is not None and _harmful_target(clause, words)
+                and _RESTRICTS.search(clause) is None)
         return [RuleHit(family, REJECT, _HEURISTIC_MESSAGES[family], span, DIRECTS, firm)]
     return [style] if style else []
 
@@ -300,6 +301,28 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
 _ORDERED = re.compile(r"\b(?:you|the assistant|assistant|the ai|the agent|the model|the bot|the chatbot|claude|"
                       r"chatgpt|copilot)\s+(?:must|should|shall|will|is to|are to|needs? to|has to|have to|"
                       r"is required to|are required to|may|can|is allowed to|are allowed to)\b")
+
+
+# An order that only narrows what the assistant does — it must *not* act on something sensitive ("the assistant
+# should never change account settings there"), or it sends the user to do it themselves ("should point them to
+# Bitwarden", "should ask the user to run it") — is not called a harmful directive with confidence: it is held
+# (G6), not rejected. Orders to keep quiet are not narrowing (concealment: "should never tell the user …"), nor
+# are orders to stop asking, checking or refusing (a safety step skipped), so neither verb list has them.
+_RESTRICTS = re.compile(
+    r"\b(?:you|assistant|ai|agent|model|bot|chatbot|claude|chatgpt|copilot)\s+(?:must|should|shall|will|is to|are to|"
+    r"needs? to|has to|have to)\s+(?:never|not)\s+(?:\w+\s+)?(?:change|modify|edit|delete|remove|run|execute|install|"
+    r"uninstall|push|deploy|merge|commit|pay|buy|purchase|order|book|send|forward|email|share|post|publish|paste|"
+    r"type|enter|store|save|use|access|touch|open|click|upload|download|expose|print|write|create|reset|grant|"
+    r"approve|transfer|move|sign)\b|"
+    r"\b(?:you|assistant|ai|agent|model|bot|chatbot|claude|chatgpt|copilot)\s+(?:must|should|shall|will|is to|are to|"
+    r"needs? to|has to|have to)\s+(?:always\s+)?(?:"
+    # the user does it: "ask the user to run it" (not "to paste it here / in chat / to the assistant")
+    r"(?:ask|tell|remind|encourage)\s+(?:the user|them|him|her|the customer)\s+to\s+(?:run|do|use|open|check|"
+    r"handle|make|change|update)\b(?![^.!?\n]{0,40}\b(?:here|in (?:the )?chat|in this (?:chat|conversation)|"
+    r"to (?:me|you|the assistant))\b)|"
+    # the user is sent somewhere that is not an address: "point them to Bitwarden", "refer her to their doctor"
+    r"(?:point|direct|refer)\s+(?:the user|them|him|her|the customer)\s+(?:to|towards?)\s+(?:their\s+|the\s+|a\s+|"
+    r"an\s+)?\w+(?![^.!?\n]{0,80}(?:://|www\.|@)))")
 
 
 # A protective instruction is not a harmful one ("never share your password with anyone", "do not click links in
