@@ -178,9 +178,16 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_h", "attacks_h.jsonl", "tuned", "labelled"),
     ("behaviour_r6", "benign_behaviour_r6.jsonl", "tuned", "memories"),
     ("controls_r6", "benign_controls_r6.jsonl", "tuned", "memories"),
+    # round 7 (2026-12-02, written by a helper who read neither the rules nor the earlier corpora): sealed until
+    # its first report
+    ("attacks_i", "sealed/attacks_i.jsonl", "sealed", "labelled"),
+    ("behaviour_r7", "sealed/benign_behaviour_r7.jsonl", "sealed", "memories"),
+    ("controls_r7", "sealed/benign_controls_r7.jsonl", "sealed", "memories"),
+    ("turns_r7", "sealed/benign_turns_r7.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 7, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_i",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r7", "controls_r7")
+SEALED_TURNS: tuple[str, ...] = ("turns_r7",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -543,7 +550,7 @@ def report(r: Run, misses: int) -> str:
                     table(["class", "n", "memwarden detected"], rows, right=[False, True, True]), ""]
     langs: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, it in enumerate(r.items):
-        if it.lang != "en" and it.set.startswith(("sealed", "attacks_")):
+        if it.lang != "en" and (it.split == "sealed" or it.set.startswith("attacks_")):
             langs[(it.lang, it.label)].append(i)
     if langs:
         by_lang: dict[str, dict[str, list[int]]] = defaultdict(dict)
@@ -564,13 +571,13 @@ def report(r: Run, misses: int) -> str:
             for it, o in refused] or ["- none"]
     out.append("")
     fps = [(it, o) for it, o in zip(r.items, r.mw, strict=True) if it.label == "benign" and o.via == "scan"
-           and o.verdict != "accept" and not it.set.startswith("sealed")]
+           and o.verdict != "accept" and it.split != "sealed"]
     out += [f"#### Benign memories not accepted, unsealed sets ({len(fps)}; up to {misses} shown)", ""]
     out += [f"- [{it.set} / {it.kind}] {o.verdict}: {', '.join(o.rules)} — {printable(it.text)}"
             for it, o in fps[:misses]] or ["- none"]
     out.append("")
     sealed_fp = [(it, o) for it, o in zip(r.items, r.mw, strict=True) if it.label == "benign" and o.via == "scan"
-                 and o.verdict != "accept" and it.set.startswith("sealed")]
+                 and o.verdict != "accept" and it.split == "sealed"]
     rules = Counter(rule for _, o in sealed_fp for rule in set(o.rules))
     out += [f"#### Sealed benign memories not accepted ({len(sealed_fp)}): rules that fired", "",
             ", ".join(f"`{k}` {v}" for k, v in rules.most_common()) or "none", ""]
@@ -608,7 +615,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         ok = k <= goal * len(idx) if at_most else k >= goal * len(idx)
         rows.append((name, f"{'≤' if at_most else '≥'} {goal:.1%}", rate(k, len(idx)), ok))
 
-    for group in ("locomo.turns", "promptshield"):
+    for group in ("locomo.turns", "promptshield", *SEALED_TURNS):
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
