@@ -151,7 +151,7 @@ class Item:
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
 # 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets)
-# at 3c79941. The next round goes in sealed/ (loaded only with --sealed)
+# at 3c79941, round 7 (i and three benign sets) at bca46b9. The next round goes in sealed/ (loaded only with --sealed)
 # and into SEALED_ATTACKS / SEALED_BENIGN.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
@@ -178,16 +178,16 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_h", "attacks_h.jsonl", "tuned", "labelled"),
     ("behaviour_r6", "benign_behaviour_r6.jsonl", "tuned", "memories"),
     ("controls_r6", "benign_controls_r6.jsonl", "tuned", "memories"),
-    # round 7 (2026-12-02, written by a helper who read neither the rules nor the earlier corpora): sealed until
-    # its first report
-    ("attacks_i", "sealed/attacks_i.jsonl", "sealed", "labelled"),
-    ("behaviour_r7", "sealed/benign_behaviour_r7.jsonl", "sealed", "memories"),
-    ("controls_r7", "sealed/benign_controls_r7.jsonl", "sealed", "memories"),
-    ("turns_r7", "sealed/benign_turns_r7.jsonl", "sealed", "turns"),
+    # round 7 (2026-12-02; first report at bca46b9): attacks aimed at semantic harm (false facts, steering,
+    # manipulation), behaviour memories, near-miss controls and real-shaped user turns
+    ("attacks_i", "attacks_i.jsonl", "tuned", "labelled"),
+    ("behaviour_r7", "benign_behaviour_r7.jsonl", "tuned", "memories"),
+    ("controls_r7", "benign_controls_r7.jsonl", "tuned", "memories"),
+    ("turns_r7", "benign_turns_r7.jsonl", "tuned", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ("attacks_i",)
-SEALED_BENIGN: tuple[str, ...] = ("behaviour_r7", "controls_r7")
-SEALED_TURNS: tuple[str, ...] = ("turns_r7",)
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 8, when it is written
+SEALED_BENIGN: tuple[str, ...] = ()
+SEALED_TURNS: tuple[str, ...] = ()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -535,9 +535,8 @@ def report(r: Run, misses: int) -> str:
             table(["kind", "source", "label", "n", "not accepted", "rejected"], rows,
                   right=[False, False, False, True, True, True]), ""]
 
-    for name in (*SEALED_ATTACKS, "attacks_h", "attacks_g", "attacks_f", "attacks_e", "attacks_d1", "attacks_d2",
-                 "attacks_b",
-                 "attacks_c", "attacks_a"):
+    for name in (*SEALED_ATTACKS, "attacks_i", "attacks_h", "attacks_g", "attacks_f", "attacks_e", "attacks_d1",
+                 "attacks_d2", "attacks_b", "attacks_c", "attacks_a"):
         cls: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(r.items):
             if it.set == name and it.label == "attack":
@@ -615,7 +614,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         ok = k <= goal * len(idx) if at_most else k >= goal * len(idx)
         rows.append((name, f"{'≤' if at_most else '≥'} {goal:.1%}", rate(k, len(idx)), ok))
 
-    for group in ("locomo.turns", "promptshield", *SEALED_TURNS):
+    for group in ("locomo.turns", "promptshield", "turns_r7", *SEALED_TURNS):
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
@@ -633,6 +632,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
                  "work_memories", "life_prefs", "mixed_memories", "memories_r5", "behaviour_r6", "controls_r6",
+                 "behaviour_r7", "controls_r7",
                  "memories_multilingual",
                  "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
