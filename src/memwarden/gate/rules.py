@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.02-1"
+RULES_VERSION = "2026.12.02-2"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -99,6 +99,30 @@ STANDING_MARKER = (r"(?:from now on|from this point (?:on|forward)|going forward
 
 RESTATE = ("it reads as an instruction to the assistant, not a fact about the user; memory stores facts and "
            "preferences — restate it as a preference, e.g. \"User prefers …\"")
+
+# A delayed trigger: the condition (someone says, types, opens … something) and the act it sets off.
+_TRIGGER_IF = (
+    r"\b(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
+    r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
+    r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
+)
+_TRIGGER_ACT = (
+    r"\b(?:delete|remove|wipe|erase|destroy|send|forward|email (?:the|all|their|his|her|it|"
+    r"them|a|every|copies)|upload|post|transfer|pay|"
+    r"wire|approve|grant|run|execute|install|download|disable|enable|reveal|leak|share (?:the|their|all|"
+    r"your|my)|ignore|bypass|switch (?:to|off)|call (?:the\s+)?\w+|invoke|open https?|visit https?|"
+    r"refund|unlock|reset (?:the|their|all)|change (?:the|their) password|drop (?:the|all)|rm\s+-|"
+    r"format|shut down|deactivate|export|dump|exfiltrate|give (?:them|him|her)|apply (?:a|the) "
+    r"(?:discount|credit|refund)|comply|obey|follow (?:the|these|those))\b"
+)
+
+_TRIGGER_WORDS = _w("says", "said", "say", "type", "types", "typed", "write", "writes", "wrote", "mention", "mentions",
+    "mentioned", "ask", "asks", "asked", "send", "sends", "uses", "enter", "enters", "replies",
+    "responds", "click", "clicks", "open", "opens", "log", "logs", "returns", "comes", "brings",
+    "inquires", "requests", "word", "phrase", "sentence", "keyword", "passphrase", "command", "code",
+    "messages", "turns", "responses", "sessions", "conversations", "interactions", "midnight", "am",
+    "pm", "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december")
 
 RULES: tuple[Rule, ...] = (
     # --- directives about future agent behaviour and policy overrides ----------------------------------------
@@ -552,16 +576,13 @@ RULES: tuple[Rule, ...] = (
         "trigger.delayed", "reject",
         "it sets up a delayed trigger (when X happens, do Y); memory cannot hold conditional instructions",
         patterns=(
-            r"\b(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
-            r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
-            r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
-            r"[^.!?\n]{0,80}\b(?:delete|remove|wipe|erase|destroy|send|forward|email (?:the|all|their|his|her|it|"
-            r"them|a|every|copies)|upload|post|transfer|pay|"
-            r"wire|approve|grant|run|execute|install|download|disable|enable|reveal|leak|share (?:the|their|all|"
-            r"your|my)|ignore|bypass|switch (?:to|off)|call (?:the\s+)?\w+|invoke|open https?|visit https?|"
-            r"refund|unlock|reset (?:the|their|all)|change (?:the|their) password|drop (?:the|all)|rm\s+-|"
-            r"format|shut down|deactivate|export|dump|exfiltrate|give (?:them|him|her)|apply (?:a|the) "
-            r"(?:discount|credit|refund)|comply|obey|follow (?:the|these|those))\b",
+            # certain unless the condition is the user's own words ("When I say …", "If I ask you to …") or a
+            # gloss ("When the user writes \"nuke it\", they mean clearing the build cache"): those are how people
+            # record what their phrases mean, and they are held instead (below); any other match is certain
+            r"\b(?=(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|"
+            r"the moment)\b)(?!(?:the next time|next time|each time|every time|"
+            r"as soon as|the moment|\w+)\s+(?:i|we)\s)(?![^.!?\n]{0,160}\b(?:mean|means|meant)\b)"
+            + _TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,
             r"\b(?:if|when|whenever)\s+(?:anyone|someone|anybody|a user|any user|a customer|they|the user|users)"
             r"\s+(?:asks?|mentions?|brings up|inquires?|requests?)\b[^.!?\n]{0,60},?\s*(?:then\s+)?(?:always\s+|"
             r"just\s+|automatically\s+|immediately\s+|simply\s+)?(?:approve|grant|refund|give|send|transfer|"
@@ -578,13 +599,7 @@ RULES: tuple[Rule, ...] = (
             r"(?:automatically\s+|silently\s+)?(?:delete|wipe|transfer|send all|forward all|upload all|"
             r"disable|drop)\b",
         ),
-        words=_w("says", "said", "say", "type", "types", "typed", "write", "writes", "wrote", "mention", "mentions",
-                 "mentioned", "ask", "asks", "asked", "send", "sends", "uses", "enter", "enters", "replies",
-                 "responds", "click", "clicks", "open", "opens", "log", "logs", "returns", "comes", "brings",
-                 "inquires", "requests", "word", "phrase", "sentence", "keyword", "passphrase", "command", "code",
-                 "messages", "turns", "responses", "sessions", "conversations", "interactions", "midnight", "am",
-                 "pm", "january", "february", "march", "april", "may", "june", "july", "august", "september",
-                 "october", "november", "december"),
+        words=_TRIGGER_WORDS,
     ),
     # --- multilingual: directives, overrides, claims, concealment, triggers ----------------------------------
     Rule(
@@ -912,6 +927,16 @@ OVERRIDE, STANDING, FUTURE = "directive.override", "directive.standing", "direct
 CLAIM, EXFIL, EXFIL_I = "claim.permission", "exfil.beacon", "exfil.instruction"
 ACTS, DIRECTS, STYLE = "acts", "directs", "style"
 _D, _C, _R, _X, _H, _K, _E, _T, _MD, _MC, _MH, _MT = RULES
+# the same condition and act in the user's own words or as a gloss: a trigger cannot be ruled out, so it is held
+# for an operator (G6), not lost
+_TRIGGER_HELD = Rule(
+    "trigger.delayed", "reject",
+    "it may set up a delayed trigger (when X happens, do Y); memory cannot hold conditional instructions, so an "
+    "operator checks it",
+    patterns=(_TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,),
+    words=_TRIGGER_WORDS,
+    firm=False,
+)
 RULES = (
     *_recut(_D, (
         ((0, 1, 2, 3, 4, 5, 6, 18), OVERRIDE, ACTS, True, _NOUNS),
@@ -969,6 +994,7 @@ RULES = (
         (tuple(i for i in range(len(_E.patterns)) if i != 15), "exec.download", ACTS, True, None),
     )),
     _T,
+    _TRIGGER_HELD,
     *_recut(_MD, (
         ((0, 3, 4, 7, 8, 11, 12, 15, 16, 19, 20, 23, 24, 28, 29), OVERRIDE, ACTS, True, None),
         ((1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22, 25, 26, 27), FUTURE, STYLE, False, None),
