@@ -60,6 +60,14 @@ def _drive(base: str, token: str, operator: str, marker: str) -> None:
 
     asyncio.run(mcp())
     assert httpx.post(f"{base}/mcp", json={}, headers={"Authorization": f"Bearer {marker}"}).status_code == 401
+    # malformed MCP bodies that carry the content: not JSON, not JSON-RPC, and a tool call with wrong types
+    mcp_h = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+             "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "memory_save", "arguments": {"content": [marker], "kind": {marker: 1}}}}
+    for body in (f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {marker}', json.dumps({marker: 1}),
+                 json.dumps(call)):
+        assert httpx.post(f"{base}/mcp", content=body, headers=mcp_h, timeout=30).status_code < 500
 
 
 def test_i13_json_logs_carry_no_memory_content_token_or_authorization(db_path: Path, tmp_path: Path) -> None:
