@@ -71,6 +71,7 @@ class ScopePostings:
         "_contrib",
         "_docs",
         "_np",
+        "_tops",
         "alive",
         "entries",
         "expires",
@@ -102,6 +103,9 @@ class ScopePostings:
         # per query term (its tokens, k1, b): the alive documents holding it and their BM25 contributions. Valid
         # while ``_docs`` is (every add and drop resets both: N, df and the average length are then unchanged)
         self._contrib: dict[tuple[tuple[str, ...], float, float], tuple[np.ndarray, np.ndarray]] = {}
+        # per whole query (its terms' tokens, k1, b, depth): what :meth:`top` returned, valid exactly as long as
+        # ``_contrib`` (the same documents, so the same scores and order)
+        self._tops: dict[tuple[object, ...], list[tuple[int, float]]] = {}
         self.entries = 0
 
     @classmethod
@@ -212,6 +216,20 @@ class ScopePostings:
             self._docs = (np.array(self.rowids, dtype=np.int64), np.array(self.lengths, dtype=np.float64),
                           np.frombuffer(bytes(self.alive), dtype=np.bool_))
             self._contrib = {}
+            self._tops = {}
+        query = (tuple(tuple(tokens) for tokens in terms), k1, b, depth)
+        done = self._tops.get(query)
+        if done is not None:
+            return list(done)
+        ranked = self._top(terms, k1, b, depth)
+        if len(self._tops) >= MAX_CACHED_TERMS:
+            self._tops.clear()
+        self._tops[query] = ranked
+        return list(ranked)
+
+    def _top(self, terms: Sequence[Sequence[str]], k1: float, b: float, depth: int) -> list[tuple[int, float]]:
+        """:meth:`top`, computed (``_docs`` set)."""
+        assert self._docs is not None
         rowids = self._docs[0]
         locs_all, contrib_all = [], []
         cache = self._contrib
