@@ -179,6 +179,20 @@ def test_scope_postings_remember_a_query_only_while_their_documents_are_unchange
     sp.drop(12)
     assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=10)] == [11]
 
+
+def test_scope_postings_keep_at_most_max_cached_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memwarden.retrieval import postings
+
+    monkeypatch.setattr(postings, "MAX_CACHED_QUERIES", 2)
+    rows = [(10, "aa bb"), (11, "aa cc"), (12, "cc")]
+    want = {q: ScopePostings.build(0, rows).top([[q]], 1.2, 0.3, 10) for q in ("aa", "bb", "cc")}
+    assert want["aa"] and want["bb"] and want["cc"]
+    sp = ScopePostings.build(0, rows)
+    for _ in range(2):
+        for q in ("aa", "bb", "cc"):
+            assert sp.top([[q]], 1.2, 0.3, 10) == want[q]
+            assert len(sp._tops) <= 2
+
 WORDS = ["billing", "deploy", "kubernetes", "grafana", "payroll", "monday", "invoice", "nomad"]
 OPS = st.lists(st.tuples(st.sampled_from(["save", "update", "remove", "search"]),
                          st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), st.integers(0, 20)),

@@ -48,6 +48,7 @@ NEVER = (1 << 63) - 1  # the expiry of a document that does not expire (tests bu
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 MAX_CACHED_TERMS = 4_096  # per scope: query terms whose BM25 contributions are kept until the scope changes
+MAX_CACHED_QUERIES = 1_024  # per scope: whole queries whose answer is kept until the scope changes (oldest out)
 
 
 def visible_view(scope: Scope, read_shared: bool, clearance: int, now: int) -> View:
@@ -222,8 +223,8 @@ class ScopePostings:
         if done is not None:
             return list(done)
         ranked = self._top(terms, k1, b, depth)
-        if len(self._tops) >= MAX_CACHED_TERMS:
-            self._tops.clear()
+        if len(self._tops) >= MAX_CACHED_QUERIES:  # callers hold the cache's lock: no other thread is here
+            del self._tops[next(iter(self._tops))]
         self._tops[query] = ranked
         return list(ranked)
 
