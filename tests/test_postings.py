@@ -160,6 +160,39 @@ def test_scope_postings_rank_by_bm25_with_ties_by_rowid() -> None:
     assert sp.top([["zz"]], 1.2, 0.3, depth=10) == [] and sp.top([], 1.2, 0.3, depth=10) == []
 
 
+
+def test_scope_postings_remember_a_query_only_while_their_documents_are_unchanged() -> None:
+    """``top`` keeps each whole query's answer until a document is added, dropped or expires (then it is computed
+    again): a repeated query is one lookup, and never a stale one."""
+    sp = ScopePostings.build(0, [(10, "aa bb"), (11, "aa")], [1_000, 5_000])
+    q = [["aa"], ["bb"]]
+    first = sp.top(q, 1.2, 0.3, depth=10)
+    assert [r for r, _ in first] == [10, 11]
+    first.clear()  # the caller's list is its own
+    assert sp.top(q, 1.2, 0.3, depth=10) is not sp.top(q, 1.2, 0.3, depth=10)
+    assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=10)] == [10, 11]
+    assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=1)] == [10]  # depth is part of the query
+    sp.expire(2_000)  # 10 expired
+    assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=10)] == [11]
+    sp.add(12, "bb bb")
+    assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=10)] == [12, 11]
+    sp.drop(12)
+    assert [r for r, _ in sp.top(q, 1.2, 0.3, depth=10)] == [11]
+
+
+def test_scope_postings_keep_at_most_max_cached_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memwarden.retrieval import postings
+
+    monkeypatch.setattr(postings, "MAX_CACHED_QUERIES", 2)
+    rows = [(10, "aa bb"), (11, "aa cc"), (12, "cc")]
+    want = {q: ScopePostings.build(0, rows).top([[q]], 1.2, 0.3, 10) for q in ("aa", "bb", "cc")}
+    assert want["aa"] and want["bb"] and want["cc"]
+    sp = ScopePostings.build(0, rows)
+    for _ in range(2):
+        for q in ("aa", "bb", "cc"):
+            assert sp.top([[q]], 1.2, 0.3, 10) == want[q]
+            assert len(sp._tops) <= 2
+
 WORDS = ["billing", "deploy", "kubernetes", "grafana", "payroll", "monday", "invoice", "nomad"]
 OPS = st.lists(st.tuples(st.sampled_from(["save", "update", "remove", "search"]),
                          st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), st.integers(0, 20)),

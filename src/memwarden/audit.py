@@ -26,7 +26,7 @@ from typing import Any
 from memwarden.events import Event
 from memwarden.records import now_ms
 from memwarden.signing import Signer
-from memwarden.store.base import AUDIT_COLUMNS, Engine, Reads, Writes
+from memwarden.store.base import AUDIT_COLUMNS, AuditRow, Engine, Reads, Writes
 
 GENESIS = "0" * 64
 READ_EVENTS = ("read", "injected")
@@ -133,15 +133,21 @@ class ChainCursor:
         if self.diverged is not None:
             return {mid: self.diverged for mid, _v, _h in records}
         snapshot = head(db)[0]
-        latest = db.audit_latest([mid for mid, _v, _h in records], LIFECYCLE_EVENTS)
+        # The table's newest events are only asked for when the cursor is not exactly at the snapshot's head: an
+        # event read through ``db`` is at most ``snapshot``, so with ``cursor == snapshot`` neither case below
+        # can apply (the usual search: ``advance`` just walked this very snapshot). Read at most once, lazily.
+        latest: dict[str, AuditRow] | None = None
         last_break = self.last_break
         out: dict[str, str] = {}
         for mid, version, chash in records:
-            ev = latest.get(mid)
+            cursor = self.seq
+            if cursor != snapshot and latest is None:
+                latest = db.audit_latest([m for m, _v, _h in records], LIFECYCLE_EVENTS)
+            ev = None if cursor == snapshot or latest is None else latest.get(mid)
             entry = self.live.get(mid)
             seq: int
-            if ev is not None and (int(ev[0]) > self.seq  # type: ignore[call-overload]
-                                   or (snapshot < self.seq and (entry is None or entry[0] > snapshot))):
+            if ev is not None and (int(ev[0]) > cursor  # type: ignore[call-overload]
+                                   or (snapshot < cursor and (entry is None or entry[0] > snapshot))):
                 if not row_mac_ok(self._signer, ev):
                     out[mid] = "its newest audit event fails verification (a forged or edited audit row)"
                     continue

@@ -55,6 +55,7 @@ from memwarden.store.base import ACTIVE, ITEM_KEY, ORDER_KEYS, Engine, Order, Re
 from memwarden.store.base import Writes as Tx
 from memwarden.store.rows import COLUMNS, UPDATED_AT, decode_row, decode_row_why, row_to_record
 from memwarden.timevalues import HOUR_MS, NEVER_EXPIRES, check_due
+from memwarden.verified import VerifiedRows, row_key
 
 if TYPE_CHECKING:
     from memwarden.session import Session
@@ -182,6 +183,7 @@ class MemoryService:
         self.policy = policy or Policy()
         self.gate = gate or Gate(self.policy)
         self.signer = Signer(key)
+        self._verified = VerifiedRows()  # rows whose exact values decoded and verified under this key
         self.settings = Settings(self.signer)  # signed settings (I4)
         self.events = EventBus()
         from memwarden.providers import ProviderRegistry
@@ -1116,7 +1118,13 @@ class MemoryService:
         Returns (servable records, refused (id, why)). A refused row is never served (I1, T6)."""
         recs: list[Record] = []
         bad: list[tuple[str, str]] = []
+        verified = self._verified
         for row in rows:
+            key = row_key(row)
+            rec = None if key is None else verified.get(key)  # these exact values decoded and verified before
+            if rec is not None:
+                recs.append(rec)
+                continue
             rec, problem = decode_row_why(row)
             if rec is None:
                 bad.append((str(row[0]), f"malformed row ({problem}): edited outside memwarden, or written "
@@ -1124,6 +1132,8 @@ class MemoryService:
             elif not self.signer.verify_record(rec):
                 bad.append((str(row[0]), "signature mismatch: edited outside memwarden"))
             else:
+                if key is not None:
+                    verified.put(key, rec)
                 recs.append(rec)
         if not recs:
             return recs, bad

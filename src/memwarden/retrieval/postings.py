@@ -48,6 +48,7 @@ NEVER = (1 << 63) - 1  # the expiry of a document that does not expire (tests bu
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 MAX_CACHED_TERMS = 4_096  # per scope: query terms whose BM25 contributions are kept until the scope changes
+MAX_CACHED_QUERIES = 1_024  # per scope: whole queries whose answer is kept until the scope changes (oldest out)
 
 
 def visible_view(scope: Scope, read_shared: bool, clearance: int, now: int) -> View:
@@ -71,6 +72,7 @@ class ScopePostings:
         "_contrib",
         "_docs",
         "_np",
+        "_tops",
         "alive",
         "entries",
         "expires",
@@ -102,6 +104,9 @@ class ScopePostings:
         # per query term (its tokens, k1, b): the alive documents holding it and their BM25 contributions. Valid
         # while ``_docs`` is (every add and drop resets both: N, df and the average length are then unchanged)
         self._contrib: dict[tuple[tuple[str, ...], float, float], tuple[np.ndarray, np.ndarray]] = {}
+        # per whole query (its terms' tokens, k1, b, depth): what :meth:`top` returned, valid exactly as long as
+        # ``_contrib`` (the same documents, so the same scores and order)
+        self._tops: dict[tuple[object, ...], list[tuple[int, float]]] = {}
         self.entries = 0
 
     @classmethod
@@ -212,6 +217,20 @@ class ScopePostings:
             self._docs = (np.array(self.rowids, dtype=np.int64), np.array(self.lengths, dtype=np.float64),
                           np.frombuffer(bytes(self.alive), dtype=np.bool_))
             self._contrib = {}
+            self._tops = {}
+        query = (tuple(tuple(tokens) for tokens in terms), k1, b, depth)
+        done = self._tops.get(query)
+        if done is not None:
+            return list(done)
+        ranked = self._top(terms, k1, b, depth)
+        if len(self._tops) >= MAX_CACHED_QUERIES:  # callers hold the cache's lock: no other thread is here
+            del self._tops[next(iter(self._tops))]
+        self._tops[query] = ranked
+        return list(ranked)
+
+    def _top(self, terms: Sequence[Sequence[str]], k1: float, b: float, depth: int) -> list[tuple[int, float]]:
+        """:meth:`top`, computed (``_docs`` set)."""
+        assert self._docs is not None
         rowids = self._docs[0]
         locs_all, contrib_all = [], []
         cache = self._contrib
