@@ -263,6 +263,17 @@ def test_s2_t3_refused_tokens_do_not_start(db_path: Path, kind: str, says: str) 
     assert len(lines) == 1 and lines[0].startswith("error:") and says in lines[0], done.stderr
 
 
+def test_s2_a_token_for_a_store_that_does_not_exist_creates_nothing(db_path: Path, tmp_path: Path) -> None:
+    with memwarden.open(db_path) as store:
+        token, _ = auth.create_token(store, "agent", A.tenant, user=A.user, agent=A.agent)
+    elsewhere = tmp_path / "not-here" / "memwarden.db"
+    done = _serve_refused(elsewhere, token=token)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no store at" in lines[0] and "MEMWARDEN_URL" in lines[0], done.stderr
+    assert not elsewhere.exists() and not elsewhere.parent.exists()
+
+
 def test_s2_token_scope_cannot_be_widened_by_flags(db_path: Path) -> None:
     with memwarden.open(db_path) as store:
         token, _ = auth.create_token(store, "agent", A.tenant, user=A.user, agent=A.agent)

@@ -170,7 +170,8 @@ def authenticate(service: MemoryService, token: Any) -> Principal:
     with service.backend.read() as conn:
         row = conn.token_by_hash(_hash(service, token))
         if row is None:
-            raise AuthError("unknown token (it was never issued by this store)")
+            raise AuthError("unknown token (it was never issued by this store; is $MEMWARDEN_URL the store that "
+                            "issued it, with its key file?)")
         revoked_in_log = conn.token_revocations(str(row[0]))
     tid, role, tenant, user, agent, name, _token_hash, _created, revoked, reports, expires, _sig = row
     if not _verifies(service, row):

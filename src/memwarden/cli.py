@@ -1601,8 +1601,9 @@ def quickstart(
                                  help="An empty or new directory for the store (default: a new temporary one).")
     ] = None,
 ) -> None:
-    """`make run`: `memwarden serve` on a fresh data directory with its own key, an operator token and an agent
-    token, and the lines to call it (curl, MCP over HTTP and stdio, the CLI), until Ctrl-C.
+    """`make run`: `memwarden serve` on a fresh data directory with its own key, an operator token and two agent
+    tokens (an application's, whose host reports its ingest, and an MCP client's), and the lines to call it (curl,
+    MCP over HTTP and stdio, the CLI), until Ctrl-C. `--dir` puts the data in a directory of your choosing.
 
     Your own store and key are not touched; the directory is kept afterwards. The guided tour is `memwarden demo`."""
     try:
@@ -1775,6 +1776,14 @@ def mcp(ctx: typer.Context, tenant: TenantOpt = None, user: UserOpt = None, agen
             identity = local_identity(tenant, user, agent, host_reports_ingest)
         except MemwardenError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
+    if token:  # a token comes from an existing store: a missing one is the wrong $MEMWARDEN_URL, not a new store
+        from memwarden.store import file_of
+
+        path = file_of(_state(ctx).url)
+        if path is not None and not path.exists():
+            raise CliError(f"no store at {printable(str(path))}, so $MEMWARDEN_TOKEN cannot be one of its tokens: "
+                           "set $MEMWARDEN_URL (and $MEMWARDEN_KEY_FILE, $MEMWARDEN_ANCHOR_DIR) to the store that "
+                           "issued it")
     service = _state(ctx).service()
     if token:
         identity = token_identity(service, token, tenant, user, agent, host_reports_ingest)

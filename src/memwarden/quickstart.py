@@ -117,7 +117,10 @@ def prepare(directory: str | os.PathLike[str] | None, host: str, port: int) -> Q
     env_file = path / ENV_NAME
     cli_env = {**qs.env, "MEMWARDEN_TENANT": TENANT, "MEMWARDEN_USER": USER, "MEMWARDEN_AGENT": AGENT,
                "MEMWARDEN_TOKEN": operator}  # the CLI is the operator's tool: review, audit, export
-    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cli_env.items()), encoding="utf-8")
+    # the `memwarden` command of this install first on PATH: the printed CLI line works without activating .venv
+    scripts = shlex.quote(str(Path(sys.executable).parent))
+    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cli_env.items())
+                        + f'export PATH={scripts}:"$PATH"\n', encoding="utf-8")
     env_file.chmod(0o600)
     return qs
 

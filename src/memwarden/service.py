@@ -1037,8 +1037,9 @@ class MemoryService:
         self._require_session(ctx)
         if ctx.trust == Trust.UNTRUSTED and not _is_operator(ctx):
             self.refuse(ctx, "delete_refused", memory_id, via=via,
-                        why="this session ingested untrusted content, so it cannot delete memories; ask the user "
-                            "to do it in a new session, or an operator (`memwarden forget`)")
+                        why="this session is untrusted (it ingested untrusted content, or its host does not "
+                            "report what it ingests), so it cannot delete memories; an operator can (`memwarden "
+                            "forget`), or the user from a clean session whose host reports its ingest")
 
     def remove(self, ctx: Context, memory_id: str, *, include_held: bool = False, reason: str = "") -> list[str]:
         """Delete one record in the caller's own scope (S4); returns every id removed (derived ones too)."""
