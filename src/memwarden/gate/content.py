@@ -27,7 +27,7 @@ from memwarden.gate.context import soften
 from memwarden.gate.deobfuscate import deobfuscate
 from memwarden.gate.encodings import MAX_DECODE_DEPTH, MAX_DECODED_CHARS, decoded_texts, prose, shifted_texts
 from memwarden.gate.lexicon import lexicon_hits
-from memwarden.gate.normalize import Normalized, normalize
+from memwarden.gate.normalize import Normalized, normalize, skeleton_of
 from memwarden.gate.prefilter import WINDOWED_MIN_CHARS, Layout, RuleMatcher
 from memwarden.gate.rules import (
     AGENT_CUES,
@@ -707,7 +707,7 @@ def _line_hits(original: str, found: list[RuleHit]) -> list[RuleHit]:
     parts = _LINE_BREAK.split(original)
     for line in parts:
         if line not in skeletons:
-            skeletons[line] = normalize(line).skeleton
+            skeletons[line] = skeleton_of(line)
     lines = "\n".join(skeletons[line] for line in parts)
     view = Normalized(original, lines, lines, ())
     seen = {h.rule for h in found}

@@ -40,7 +40,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from memwarden.gate.normalize import Normalized, normalize
+from memwarden.gate.normalize import Normalized, lower_then_upper, normalize, skeleton_of
 
 __all__ = ["attack_vocabulary", "deobfuscate", "fold_letters"]
 
@@ -54,7 +54,6 @@ _DISGUISE_CHAR = re.compile(
     "\ua4d0-\ua4ff\u2c80-\u2cff\u03e2-\u03ef\u1d00-\u1d2b\u0250-\u02af\u2200\u2c6f\u2132\u2141-\u2144"
     "\u0180-\u0188\u01dd\u0237\u0238-\u024f]|[A-Za-z\u0590-\u08ff\u0900-\u0dff\u0e00-\u0eff\u3040-\u9fff"
     "\uac00-\ud7af][\u0300-\u036f]")
-_CAMELISH = re.compile(r"[a-z][A-Z]")
 _SEPARATED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9][.\-/·:+,' ][A-Za-z0-9](?![A-Za-z0-9])")
 
 
@@ -77,7 +76,7 @@ def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
     for c in _MARKS:
         if c in text:
             return True
-    if ("-" in text and _HYPHENS.search(text) is not None) or _CAMELISH.search(text) is not None:
+    if ("-" in text and _HYPHENS.search(text) is not None) or lower_then_upper(text):
         return True
     singles = 0
     for t in tokens if tokens is not None else _WORD_OR_NUMBER.findall(text.lower()):
@@ -474,7 +473,7 @@ def deobfuscate(original: str, n: Normalized | None = None, tokens: Iterable[str
         text = fold_letters(text)
     text = _JOINERS.sub(" ", _JOINED_WORD.sub(lambda m: _CAMEL.sub(" ", m.group()), text))
     text = _despace(text)
-    folded = normalize(text).skeleton if not text.isascii() else " ".join(text.lower().split())
+    folded = skeleton_of(text)  # what normalize(text).skeleton is, ASCII or not
     folded = fold_letters(folded)
     folded = _despace(folded)
     folded = _tokens_fix(folded, attack_vocabulary())

@@ -22,6 +22,10 @@ import re
 import zlib
 from collections.abc import Iterator
 
+import numpy as np
+
+from memwarden.gate.normalize import ascii_digits, lower_then_upper
+
 MAX_DECODE_DEPTH = 2
 MAX_DECODED_CHARS = 8192
 MAX_BLOBS = 32
@@ -110,8 +114,56 @@ def _b32(blob: str) -> str | None:
     return printable_text(raw)
 
 
+_B85_DIGIT = np.full(256, -1, dtype=np.int64)
+_B85_DIGIT[np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+                         dtype=np.uint8)] = np.arange(85)
+_POW85 = 85 ** np.arange(4, -1, -1, dtype=np.int64)  # a group's five digits, most significant first
+
+
+def _groups85(digits: np.ndarray) -> np.ndarray:
+    """Five base-85 digits per group → the big-endian 32-bit words; ValueError on a group past 2**32 - 1 (what
+    ``struct.pack("!I")`` refuses in the standard library's decoders)."""
+    acc = digits.reshape(-1, 5) @ _POW85  # at most 85**5 - 1: no overflow in int64
+    if acc.size and int(acc.max()) > 0xFFFFFFFF:
+        raise ValueError("base85 overflow")
+    return acc.astype(">u4")
+
+
+def _b85decode(data: bytes) -> bytes:
+    """``base64.b85decode(data)``, vectorised (the standard library's is a Python loop per character): the same
+    bytes, and a ValueError exactly when it raises one (a character outside the alphabet, a group overflowing
+    32 bits); the input is padded with ``~`` to whole groups and the padding's bytes cut, as there."""
+    padding = -len(data) % 5
+    digits = _B85_DIGIT[np.frombuffer(data + b"~" * padding, dtype=np.uint8)]
+    if digits.size and int(digits.min()) < 0:
+        raise ValueError("bad base85 character")
+    out = _groups85(digits).tobytes()
+    return out[:-padding] if padding else out
+
+
+def _a85decode(data: bytes) -> bytes:
+    """``base64.a85decode(data)`` for input without whitespace (a ``_B85`` match has none), vectorised: ``!``–``u``
+    are digits, ``z`` four zero bytes where no group is open (else ValueError), anything else a ValueError; a last
+    partial group is padded with ``u`` and its padding's bytes cut, and an overflowing group raises, as there."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    digit = (arr >= 33) & (arr <= 117)
+    zero = arr == 122
+    if not bool((digit | zero).all()):
+        raise ValueError("Non-Ascii85 digit found")
+    values = arr[digit].astype(np.int64) - 33
+    before = np.cumsum(digit)[zero]  # digits before each "z" (a "z" is not a digit)
+    if before.size and bool((before % 5).any()):
+        raise ValueError("z inside Ascii85 5-tuple")
+    padding = -len(values) % 5
+    words = _groups85(np.concatenate((values, np.full(padding, 84, dtype=np.int64))))
+    if before.size:  # each "z" is a zero word after the groups before it
+        words = np.insert(words, before // 5, 0)
+    out = words.tobytes()
+    return out[:-padding] if padding else out
+
+
 def _b85(blob: str) -> str | None:
-    for decoder in (base64.b85decode, base64.a85decode):
+    for decoder in (_b85decode, _a85decode):
         try:
             raw = decoder(blob.encode("ascii"))
         except (ValueError, binascii.Error):
@@ -242,7 +294,7 @@ def _possible(text: str) -> set[re.Pattern[str]]:
     if (longest >= 24 and (runs is None or runs["hex"] >= 24)) or "\\x" in text or "0x" in text \
             or _HEX_PAIRS.search(text) is not None:
         out.add(_HEX)
-    digits = len(text) - len(text.translate(_NO_DIGITS))
+    digits = ascii_digits(text)
     if digits >= 16 or not text.isascii():  # character codes may be written in any script's digits (\\d)
         out.add(_DECIMAL)
     if digits >= 48 and text.count("0") + text.count("1") >= 48:
@@ -308,8 +360,6 @@ def _blobs(text: str) -> Iterator[Decoded]:
             yield m.span(), "Ascii85", decoded
 
 
-_NO_DIGITS = str.maketrans("", "", "0123456789")
-_CAMELISH = re.compile(r"[a-z][A-Z]")
 _BINARY_HINT = re.compile(r"[01]{8}[\s,]{0,2}[01]{8}")
 _MORSE_HINT = re.compile(r"[.\-•·−]{1,6} [.\-•·−]{1,6} [.\-•·−]{1,6}")
 
@@ -321,12 +371,12 @@ def may_hold_blob(text: str) -> bool:
     if max(map(len, text.split()), default=0) >= 16 or "\\x" in text or "0x" in text or "<~" in text \
             or ("58" in text and _B58.search(text) is not None):
         return True
-    digits = len(text) - len(text.translate(_NO_DIGITS))
+    digits = ascii_digits(text)
     if digits >= 16 and (_BINARY_HINT.search(text) is not None or _DECIMAL.search(text) is not None):
         return True
     if ("- " in text or ". " in text or "•" in text) and _MORSE_HINT.search(text) is not None:
         return True
-    return _CAMELISH.search(text) is not None and _B64_SPLIT.search(text) is not None
+    return lower_then_upper(text) and _B64_SPLIT.search(text) is not None
 
 
 def decoded_texts(text: str) -> list[Decoded]:
@@ -371,9 +421,10 @@ def shifted_texts(text: str, tokens: set[str]) -> list[tuple[str, str]]:
             if gained >= need and gained > plain:
                 out.append((name, text.translate(cased)))
                 break
-    if _BRAILLE.search(text) is not None:
+    ascii_only = text.isascii()  # Braille and turned letters are not ASCII
+    if not ascii_only and _BRAILLE.search(text) is not None:
         out.append(("Braille", text.translate(_BRAILLE_TABLE)))
-    if len(_TURNED.findall(text, 0, 4096)) >= 3:
+    if not ascii_only and len(_TURNED.findall(text, 0, 4096)) >= 3:
         out.append(("upside-down text", text.translate(_FLIP_TABLE)[::-1]))
     if len(text) >= 12 and not tokens.isdisjoint(_REVERSED_CUES):
         rev = text[::-1]

@@ -46,7 +46,7 @@ _URL = re.compile(r"(?:https?|ftp|file|wss?)://\S{1,500}|\bwww\.\S{1,500}")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,6}")
 _TLD = re.compile(r"\.(?:com|net|org|io|dev|app|cloud|cc|cn|ru|xyz|shop|site|top|co|me|ly|biz|info|sh|tech|link|live|"
                   r"online|store|ai|gg|tv|us|uk|de|fr|jp|example)\b")
-_HOST_LEFT = re.compile(r"[\w.-]{1,200}$")
+_HOST_RUN = re.compile(r"[\w.-]{1,200}")  # matched on the reversed text: a host name's run, leftwards
 _BLOB = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
 _RUN = re.compile(r"(.)\1{3,}")
 MIN_FEATURES = 24  # a chunk with fewer distinct features says too little to score
@@ -56,11 +56,13 @@ def _hosts(text: str) -> str:
     """Host names ("pkgs.example.io") read as ``host``: found from their top-level domain, leftwards."""
     out: list[str] = []
     pos = 0
+    rev = ""
     for m in _TLD.finditer(text):
         if m.start() < pos:
             continue
-        left = _HOST_LEFT.search(text, max(pos, m.start() - 200), m.start())
-        a = left.start() if left is not None else m.start()
+        if not rev:
+            rev = text[::-1]
+        a = _host_start(text, rev, max(pos, m.start() - 200), m.start())
         if a == m.start():
             continue
         out.append(text[pos:a])
@@ -68,6 +70,18 @@ def _hosts(text: str) -> str:
         pos = m.end()
     out.append(text[pos:])
     return "".join(out)
+
+
+def _host_start(text: str, rev: str, lo: int, end: int) -> int:
+    """Where ``re.compile(r"[\\w.-]{1,200}$").search(text, lo, end)`` starts (``end`` when it does not match), in
+    time linear in the run instead of trying every start of the window: that search finds the leftmost ``a`` in
+    ``[lo, end)`` from which the text up to ``end`` is all ``[\\w.-]``, or up to a newline at ``end - 1`` (``$``
+    also matches before a final newline), which is the longest such run ending there, matched greedily on the
+    reversed text ``rev``. The window is at most 200 characters long, so the bound of the repeat never binds."""
+    last = end - 1 if end > lo and text[end - 1] == "\n" else end
+    size = len(text)
+    run = _HOST_RUN.match(rev, size - last, size - lo)
+    return last - (run.end() - run.start()) if run is not None else end
 
 
 def prepare(text: str) -> str:

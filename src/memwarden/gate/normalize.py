@@ -50,7 +50,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_COMBINING_RUN", "Normalized", "UnicodeFinding", "hidden_tag_text", "normalize"]
+__all__ = ["MAX_COMBINING_RUN", "Normalized", "UnicodeFinding", "hidden_tag_text", "normalize", "skeleton_of"]
 
 MAX_COMBINING_RUN = 256  # consecutive non-starters kept per run; longer runs are cut (linear time)
 _MAX_FINDINGS_PER_RULE = 16  # further findings of one rule are merged into one summary finding
@@ -246,6 +246,21 @@ def normalize(text: str) -> Normalized:
         folded = " ".join(text.lower().split())
         return Normalized(text, folded, folded, ())
     found = _Findings()
+    core, skeleton = _views(text, found)
+    return Normalized(text, core, skeleton, found.result())
+
+
+def skeleton_of(text: str) -> str:
+    """``normalize(text).skeleton`` without the findings (and without ``text`` when the skeleton differs): for
+    callers that read only the skeleton. The views never depend on the findings, which are only collected."""
+    if text.isascii():
+        return " ".join(text.lower().split())
+    return _views(text, None, need_core=False)[1]
+
+
+def _views(text: str, found: _Findings | None, *, need_core: bool = True) -> tuple[str, str]:
+    """(``text``, ``skeleton``) of a non-ASCII candidate, collecting its findings into ``found`` unless None
+    (``text`` is "" when not ``need_core`` and the skeleton differs from it)."""
     stripped = text
     # Emoji are astral too, so look for astral *suspects* (tags, selectors, math letters) from the first astral char.
     first_astral = _ASTRAL.search(text)
@@ -253,24 +268,42 @@ def normalize(text: str) -> Normalized:
     rx = _RX_ALL if astral else _RX_BMP
     if astral or _SUSPICIOUS_BMP.search(text) is not None:
         if rx.ignorable.search(text) is not None:
-            if astral or _ODD_IGNORABLE_BMP.search(text) is not None:
+            if found is not None and (astral or _ODD_IGNORABLE_BMP.search(text) is not None):
                 _ignorable_findings(text, found, rx)
             stripped = text.replace("\u200d", "").replace("\ufe0f", "")  # the usual ones, fast
             if rx.ignorable.search(stripped) is not None:
                 stripped = rx.ignorable.sub("", stripped)
-        if rx.styled.search(text) is not None:
+        if found is not None and rx.styled.search(text) is not None:
             _styled_findings(text, found, rx)
-    mostly_ascii = 2 * len(stripped.encode("ascii", "ignore")) > len(stripped)
-    adjacent = _ADJACENT_NL_FIRST if mostly_ascii else _ADJACENT_LATIN_FIRST
-    if adjacent.search(stripped) is not None:  # on the stripped text: "і\u200bgnore" mixes scripts too
-        _mixed_script_findings(text, found, rx)
+    if found is not None:
+        mostly_ascii = 2 * len(stripped.encode("ascii", "ignore")) > len(stripped)
+        adjacent = _ADJACENT_NL_FIRST if mostly_ascii else _ADJACENT_LATIN_FIRST
+        if adjacent.search(stripped) is not None:  # on the stripped text: "і\u200bgnore" mixes scripts too
+            _mixed_script_findings(text, found, rx)
     nfkc = _nfkc(_cap_if_needed(stripped))
-    core = " ".join(_finish(nfkc).split())
     if _SKELETON_KEYS_BMP.search(nfkc) is None and not (astral and _SKELETON_KEYS_ASTRAL.search(nfkc) is not None):
-        skeleton = core
-    else:
-        skeleton = " ".join(_finish(nfkc.translate(_SKELETON_TABLE)).split())
-    return Normalized(text, core, skeleton, found.result())
+        core = " ".join(_finish(nfkc).split())
+        return core, core
+    core = " ".join(_finish(nfkc).split()) if need_core else ""
+    return core, " ".join(_finish(nfkc.translate(_SKELETON_TABLE)).split())
+
+
+_CASE_CLASSES = bytes(97 if 97 <= b <= 122 else 65 if 65 <= b <= 90 else 32 for b in range(256))
+
+
+def lower_then_upper(text: str) -> bool:
+    """``re.search("[a-z][A-Z]", text) is not None`` (ASCII letters only, as that pattern reads them), by one
+    C-level encode, translate and substring test instead of a regex pass trying every position: the encoding
+    turns each character into one byte (anything else into ``?``), so neighbours stay neighbours."""
+    raw = text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")
+    return b"aA" in raw.translate(_CASE_CLASSES)
+
+
+def ascii_digits(text: str) -> int:
+    """How many of ``0``–``9`` ``text`` holds (``len(text) - len(text.translate(<delete 0-9>))``): the ASCII
+    characters kept by one encode, then a C-level byte deletion."""
+    raw = text.encode("ascii", "ignore")
+    return len(raw) - len(raw.translate(None, b"0123456789"))
 
 
 def hidden_tag_text(text: str) -> str:

@@ -169,6 +169,24 @@ def _best(needs: Iterable[Need]) -> Need | None:
     return ranked[0] if ranked else None
 
 
+def _size(n: Need) -> int:
+    return n.size
+
+
+def _union(alts: Iterable[Need | None]) -> Need | None:
+    """What a match of one of the alternatives requires: one of their needs' words or strings (None when an
+    alternative requires nothing, or there are no alternatives)."""
+    union: Need | None = None
+    for a in alts:
+        if a is None:
+            return None
+        union = a if union is None else union | a
+    return union
+
+
+MAX_CLASS_STRINGS = 16  # a chunk needing more strings than this is also analysed item by item
+
+
 def _needs(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander) -> list[Need]:
     """Everything a match of the parsed sequence requires (each ``Need`` must hold). ``start``/``end``: whether
     the context around the sequence puts a token boundary at its start/end.
@@ -186,11 +204,12 @@ def _needs(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander
             before = _bounds(items[i - 1] if i else None, start, after=False)
             after = _bounds(items[j] if j < len(items) else None, end, after=True)
             strings = ex.seq(items[i:j])
-            if strings is not None:
-                need = _chunk_need(strings, before, after)
-                if need is not None:
-                    out.append(need)
-            else:  # too many combinations together: each item on its own
+            need = _chunk_need(strings, before, after) if strings is not None else None
+            if need is not None:
+                out.append(need)
+            if strings is None or (need is not None and not need.tokens and need.size > MAX_CLASS_STRINGS):
+                # too many combinations together (or a large set of strings, costly to test): each item on its
+                # own as well; a match of the chunk holds a match of each item, so each item's need is implied
                 for k in range(i, j):
                     need = _chunk_need(ex.item(items[k]) or frozenset(("",)),
                                        before if k == i else False, after if k == j - 1 else False)
@@ -205,11 +224,12 @@ def _needs(seq: Sequence[tuple[Any, Any]], start: bool, end: bool, ex: _Expander
             if not av[1] & _FLAGS:
                 out += _needs(av[3], before, after, ex)
         elif op is sre_c.BRANCH:
-            alts = [_best(_needs(alt, before, after, ex)) for alt in av[1]]
-            if alts and all(a is not None for a in alts):
-                union = Need()
-                for a in alts:
-                    union = union | a  # type: ignore[operator]
+            per_alt = [_needs(alt, before, after, ex) for alt in av[1]]
+            union = _union(_best(ns) for ns in per_alt)
+            if union is not None and union.size > MAX_ALTERNATIVES:  # the smallest need of each, then
+                union = _union(min((n for n in ns if n.size <= MAX_ALTERNATIVES), key=_size, default=None)
+                               for ns in per_alt)
+            if union is not None:
                 out.append(union)
         elif op in _REPEATS and av[0] >= 1:
             once = av[1] == 1

@@ -84,6 +84,8 @@ _GATE_SUBSTRINGS: dict[str, tuple[str, ...]] = {
     "session_id": ("_",),
     "upload": ("上传", "附件"),
 }
+# one of the gate substrings occurs iff this alternation of them matches: most texts rule every kind out at once
+_ANY_GATE_SUBSTRING = re.compile("|".join(re.escape(sub) for subs in _GATE_SUBSTRINGS.values() for sub in subs))
 _GATE_TOKEN = re.compile(r"\w+")
 _ID_WORDS = frozenset("id ids key token uuid number no nummer número ид".split())
 
@@ -124,7 +126,8 @@ def find_session_refs(text: str, tokens: set[str] | None = None) -> list[Session
     if "session_id" in gated and _ID_WORDS.isdisjoint(tokens) and "#" not in low and "=" not in low:
         gated.discard("session_id")  # "session" alone is an ordinary word; an id needs an id
     contains = low.__contains__
-    gated.update(kind for kind, subs in _GATE_SUBSTRINGS.items() if kind not in gated and any(map(contains, subs)))
+    if _ANY_GATE_SUBSTRING.search(low) is not None:
+        gated.update(kind for kind, subs in _GATE_SUBSTRINGS.items() if kind not in gated and any(map(contains, subs)))
     if not gated:
         return []
     found: list[SessionRef] = []
