@@ -33,10 +33,9 @@ class Identity:
 
     def still_valid(self) -> None:
         """:class:`memwarden.auth.AuthError` (one line) if the token this identity came from is no longer live —
-        revoked after the process started included: a long-running ``memwarden mcp`` must stop acting for a
-        token the moment an operator revokes it, not at its next start."""
-        if self.expired():
-            raise auth.AuthError(f"the token of this process ({self.via}) expired")
+        revoked after the process started included (:func:`memwarden.auth.authenticate` also refuses an expired
+        one): a long-running ``memwarden mcp`` must stop acting for a token the moment an operator revokes it, not
+        at its next start."""
         if self.recheck is not None:
             self.recheck()
 

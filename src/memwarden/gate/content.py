@@ -310,19 +310,19 @@ _ORDERED = re.compile(r"\b(?:you|the assistant|assistant|the ai|the agent|the mo
 # are orders to stop asking, checking or refusing (a safety step skipped), so neither verb list has them.
 _RESTRICTS = re.compile(
     r"\b(?:you|assistant|ai|agent|model|bot|chatbot|claude|chatgpt|copilot)\s+(?:must|should|shall|will|is to|are to|"
-    r"needs? to|has to|have to)\s+(?:never|not)\s+(?:\w+\s+)?(?:change|modify|edit|delete|remove|run|execute|install|"
-    r"uninstall|push|deploy|merge|commit|pay|buy|purchase|order|book|send|forward|email|share|post|publish|paste|"
-    r"type|enter|store|save|use|access|touch|open|click|upload|download|expose|print|write|create|reset|grant|"
-    r"approve|transfer|move|sign)\b|"
-    r"\b(?:you|assistant|ai|agent|model|bot|chatbot|claude|chatgpt|copilot)\s+(?:must|should|shall|will|is to|are to|"
-    r"needs? to|has to|have to)\s+(?:always\s+)?(?:"
+    r"needs? to|has to|have to)\s+(?:"
+    # it must not act: "should never change account settings there"
+    r"(?:never|not)\s+(?:\w+\s+)?(?:change|modify|edit|delete|remove|run|execute|install|uninstall|push|deploy|"
+    r"merge|commit|pay|buy|purchase|order|book|send|forward|email|share|post|publish|paste|type|enter|store|save|use|"
+    r"access|touch|open|click|upload|download|expose|print|write|create|reset|grant|approve|transfer|move|sign)\b|"
+    r"(?:always\s+)?(?:"
     # the user does it: "ask the user to run it" (not "to paste it here / in chat / to the assistant")
     r"(?:ask|tell|remind|encourage)\s+(?:the user|them|him|her|the customer)\s+to\s+(?:run|do|use|open|check|"
     r"handle|make|change|update)\b(?![^.!?\n]{0,40}\b(?:here|in (?:the )?chat|in this (?:chat|conversation)|"
     r"to (?:me|you|the assistant))\b)|"
     # the user is sent somewhere that is not an address: "point them to Bitwarden", "refer her to their doctor"
     r"(?:point|direct|refer)\s+(?:the user|them|him|her|the customer)\s+(?:to|towards?)\s+(?:their\s+|the\s+|a\s+|"
-    r"an\s+)?\w+(?![^.!?\n]{0,80}(?:://|www\.|@)))")
+    r"an\s+)?\w+(?![^.!?\n]{0,80}(?:://|www\.|@))))")
 
 
 # A protective instruction is not a harmful one ("never share your password with anyone", "do not click links in

@@ -101,8 +101,9 @@ RESTATE = ("it reads as an instruction to the assistant, not a fact about the us
            "preferences — restate it as a preference, e.g. \"User prefers …\"")
 
 # A delayed trigger: the condition (someone says, types, opens … something) and the act it sets off.
+_TRIGGER_WHEN = r"(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
 _TRIGGER_IF = (
-    r"\b(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|the moment)"
+    r"\b" + _TRIGGER_WHEN +
     r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
     r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
 )
@@ -579,10 +580,8 @@ RULES: tuple[Rule, ...] = (
             # certain unless the condition is the user's own words ("When I say …", "If I ask you to …") or a
             # gloss ("When the user writes \"nuke it\", they mean clearing the build cache"): those are how people
             # record what their phrases mean, and they are held instead (below); any other match is certain
-            r"\b(?=(?:when|whenever|if|once|after|the next time|next time|as soon as|each time|every time|"
-            r"the moment)\b)(?!(?:the next time|next time|each time|every time|"
-            r"as soon as|the moment|\w+)\s+(?:i|we)\s)(?![^.!?\n]{0,160}\b(?:mean|means|meant)\b)"
-            + _TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,
+            r"\b(?=" + _TRIGGER_WHEN + r"\b)(?!" + _TRIGGER_WHEN + r"\s+(?:i|we)\s)"
+            r"(?![^.!?\n]{0,160}\b(?:mean|means|meant)\b)" + _TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,
             r"\b(?:if|when|whenever)\s+(?:anyone|someone|anybody|a user|any user|a customer|they|the user|users)"
             r"\s+(?:asks?|mentions?|brings up|inquires?|requests?)\b[^.!?\n]{0,60},?\s*(?:then\s+)?(?:always\s+|"
             r"just\s+|automatically\s+|immediately\s+|simply\s+)?(?:approve|grant|refund|give|send|transfer|"
