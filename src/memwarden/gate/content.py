@@ -315,6 +315,11 @@ _RESTRICTS = re.compile(
     r"(?:never|not)\s+(?:\w+\s+)?(?:change|modify|edit|delete|remove|run|execute|install|uninstall|push|deploy|"
     r"merge|commit|pay|buy|purchase|order|book|send|forward|email|share|post|publish|paste|type|enter|store|save|use|"
     r"access|touch|open|click|upload|download|expose|print|write|create|reset|grant|approve|transfer|move|sign)\b|"
+    # it must not ask for something: "should never ask for them", "should never ask the user to paste it" (but not
+    # "never ask for confirmation": that skips a safety step)
+    r"(?:never|not)\s+ask\s+(?:the user\s+|them\s+|him\s+|her\s+|anyone\s+)?(?:for|to\s+(?:paste|type|share|send|"
+    r"enter|give|read out))\b(?!\s+(?:a\s+|any\s+|the\s+|their\s+|my\s+)?(?:confirmation|permission|approval|"
+    r"consent|authori[sz]ation|sign-?off|review|verification|yes|go-ahead|ok|okay)\b)|"
     r"(?:always\s+)?(?:"
     # the user does it: "ask the user to run it" (not "to paste it here / in chat / to the assistant")
     r"(?:ask|tell|remind|encourage)\s+(?:the user|them|him|her|the customer)\s+to\s+(?:run|do|use|open|check|"

@@ -410,9 +410,6 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
                                                                       n))
             if {"conceal", "user"} <= cs and near("conceal", "user"):
                 out.setdefault("conceal", _hit("conceal", "directs", near("conceal", "agent"), n))
-            if {"send", "secret"} <= cs and near("send", "secret") and (
-                    _URLISH.search(text) is not None or near("send", "agent") or near("send", "standing")):
-                out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", True, n))
             tight = SKIP_WINDOW if hits is by_word else SKIP_WINDOW_CHARS  # a skip word qualifies its confirm word
             chars = hits is by_char
 
@@ -420,6 +417,13 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
                         ) -> bool:
                 return any(lg == lang and c == concept and _negated_before(words, text, p, span, chars)
                            for lg, c, p in hits)
+            urlish = _URLISH.search(text) is not None
+            if {"send", "secret"} <= cs and near("send", "secret") and (
+                    urlish or near("send", "agent") or near("send", "standing")):
+                # "永远不要提交 .env 文件", "不要在记忆中保存我的身份证号码": a negated send of a secret is how people
+                # protect one; without an address to send it to, it is held (G6), not called certain
+                firm = urlish or not negated("send", SKIP_WINDOW)
+                out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", firm, n))
             skipped = "confirm" in cs and (near("confirm", "skip", window=tight) or negated("confirm", SKIP_WINDOW))
             protective = "confirm" in cs and not skipped
             if {"confirm", "harm"} <= cs and skipped and near("confirm", "harm") and not negated("harm", 2):

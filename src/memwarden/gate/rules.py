@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.02-2"
+RULES_VERSION = "2026.12.03-1"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -107,6 +107,17 @@ _TRIGGER_IF = (
     r"\b[^.!?\n]{0,80}\b(?:says?|said|types?|typed|writes?|wrote|mentions?|mentioned|asks?|asked|sends?|"
     r"uses the (?:word|phrase)|enters?|replies|responds|clicks?|opens?|logs? in|returns|comes back)\b"
 )
+# What a trigger sets off. Certain (rejected) when it destroys, pays, grants, reveals, overrides, opens an outside
+# address or carries data to one; anything else a conditional can set off ("if a customer asks about a chargeback,
+# don't also issue a refund", "if the build fails, run make clean", "if a customer asks for a copy, send it") is
+# also how procedures and house rules are written, so it is held for an operator (G6), not rejected.
+_DATA_OUT = r"(?:send|forward|email|e-mail|upload|post|share|export|give|copy|cc|bcc)"
+_DESTINATION = r"(?:[\w.+-]@[\w-]|https?://|\bwww\.|\bhooks?\.|\bwebhook)"
+_TRIGGER_ACT_FIRM = (
+    r"\b(?:(?:delete|wipe|erase|destroy|transfer|pay|wire|approve|grant|disable|reveal|leak|ignore|bypass|unlock|"
+    r"deactivate|dump|exfiltrate|comply|obey|drop (?:the|all)|open https?|visit https?)\b|rm\s+-|"
+    + _DATA_OUT + r"\b[^.!?\n]{0,60}" + _DESTINATION + r")"
+)
 _TRIGGER_ACT = (
     r"\b(?:delete|remove|wipe|erase|destroy|send|forward|email (?:the|all|their|his|her|it|"
     r"them|a|every|copies)|upload|post|transfer|pay|"
@@ -116,6 +127,15 @@ _TRIGGER_ACT = (
     r"format|shut down|deactivate|export|dump|exfiltrate|give (?:them|him|her)|apply (?:a|the) "
     r"(?:discount|credit|refund)|comply|obey|follow (?:the|these|those))\b"
 )
+# "if anyone asks …, (then) …": the asker, and the same split of what it sets off
+_TRIGGER_ASKS = (
+    r"\b(?:if|when|whenever)\s+(?:anyone|someone|anybody|a user|any user|a customer|they|the user|users)"
+    r"\s+(?:asks?|mentions?|brings up|inquires?|requests?)\b[^.!?\n]{0,60},?\s*(?:then\s+)?(?:always\s+|"
+    r"just\s+|automatically\s+|immediately\s+|simply\s+)?"
+)
+_ASKS_FIRM = r"(?:approve|grant|transfer|authorize|authorise|waive|unlock|reveal)\b"
+_ASKS_ACT = (r"(?:approve|grant|refund|give|send|transfer|say|tell (?:them|him|her)|respond|reply|answer|confirm|"
+             r"agree|accept|authorize|authorise|waive|issue|unlock|reveal|share|provide)\b")
 
 _TRIGGER_WORDS = _w("says", "said", "say", "type", "types", "typed", "write", "writes", "wrote", "mention", "mentions",
     "mentioned", "ask", "asks", "asked", "send", "sends", "uses", "enter", "enters", "replies",
@@ -581,12 +601,8 @@ RULES: tuple[Rule, ...] = (
             # gloss ("When the user writes \"nuke it\", they mean clearing the build cache"): those are how people
             # record what their phrases mean, and they are held instead (below); any other match is certain
             r"\b(?=" + _TRIGGER_WHEN + r"\b)(?!" + _TRIGGER_WHEN + r"\s+(?:i|we)\s)"
-            r"(?![^.!?\n]{0,160}\b(?:mean|means|meant)\b)" + _TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,
-            r"\b(?:if|when|whenever)\s+(?:anyone|someone|anybody|a user|any user|a customer|they|the user|users)"
-            r"\s+(?:asks?|mentions?|brings up|inquires?|requests?)\b[^.!?\n]{0,60},?\s*(?:then\s+)?(?:always\s+|"
-            r"just\s+|automatically\s+|immediately\s+|simply\s+)?(?:approve|grant|refund|give|send|transfer|"
-            r"say|tell (?:them|him|her)|respond|reply|answer|confirm|agree|accept|authorize|authorise|waive|"
-            r"issue|unlock|reveal|share|provide)\b",
+            r"(?![^.!?\n]{0,160}\b(?:mean|means|meant)\b)" + _TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT_FIRM,
+            _TRIGGER_ASKS + _ASKS_FIRM,
             r"\b(?:trigger|code|magic|secret|safe|activation|wake|override|kill)\s+(?:word|phrase|sentence|"
             r"code|command|keyword)\b[^.!?\n]{0,60}(?:\bis\b|=|:|\bmeans\b|\bactivates?\b|\bunlocks?\b|"
             r"\btriggers?\b|\bthen\b|\bdo\b|\brun\b|\bexecute\b|\bswitch\b|\bignore\b)",
@@ -926,13 +942,13 @@ OVERRIDE, STANDING, FUTURE = "directive.override", "directive.standing", "direct
 CLAIM, EXFIL, EXFIL_I = "claim.permission", "exfil.beacon", "exfil.instruction"
 ACTS, DIRECTS, STYLE = "acts", "directs", "style"
 _D, _C, _R, _X, _H, _K, _E, _T, _MD, _MC, _MH, _MT = RULES
-# the same condition and act in the user's own words or as a gloss: a trigger cannot be ruled out, so it is held
-# for an operator (G6), not lost
+# a condition and an act that the certain patterns above leave out — the user's own words or a gloss, or an act
+# that procedures also set off: a trigger cannot be ruled out, so it is held for an operator (G6), not lost
 _TRIGGER_HELD = Rule(
     "trigger.delayed", "reject",
     "it may set up a delayed trigger (when X happens, do Y); memory cannot hold conditional instructions, so an "
     "operator checks it",
-    patterns=(_TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT,),
+    patterns=(_TRIGGER_IF + r"[^.!?\n]{0,80}" + _TRIGGER_ACT, _TRIGGER_ASKS + _ASKS_ACT),
     words=_TRIGGER_WORDS,
     firm=False,
 )
