@@ -226,6 +226,7 @@ def test_g1_waiving_the_question_before_deleting_is_still_rejected() -> None:
     'If the user asks "what should I wear", check the weather for Glasgow and answer in one sentence.',
     "If the user asks for a restaurant suggestion, give three options at different price points.",
     "Forget the earlier instruction about replying in French; she wants English again.",
+    "Ignore the previous instructions I gave about the wedding seating plan: Aunt May is now at table 2.",
 ])
 def test_g6_the_users_own_trigger_or_change_of_mind_is_not_rejected(text: str) -> None:
     assert verdict(text, kind="preference") != REJECT

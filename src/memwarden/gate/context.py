@@ -87,7 +87,7 @@ _OWN_VOICE = re.compile(
     r"caller|guest|tenant|visitor|employee|colleague|she|he|they)\s+(?:ever\s+|explicitly\s+)?"
     r"(?:says|asks|types|writes|mentions|uses the word|sends|reports|requests|calls)\b|"
     r"\b(?:forget|disregard|drop|ignore)\s+(?:the|that)\s+(?:earlier|previous|old|former|prior)\s+(?:instruction|"
-    r"request|preference|rule)s?\s+(?:about|to|on|for)\b|"
+    r"request|preference|rule)s?\s+(?:(?:i|we)\s+(?:gave|wrote|set|left|made|sent)\s+(?:you\s+)?)?(?:about|to|on|for)\b|"
     r"\b(?:when(?:ever)?|if)\s+you\s+(?:disagree|are unsure|aren't sure|don't know|need|think|notice|see me)\b|"
     r"\b(?:my|our)\s+(?:earlier|previous|last|old|former|prior)\s+(?:instruction|request|preference|rule|ask)s?\b",
     re.IGNORECASE)
