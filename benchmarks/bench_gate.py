@@ -184,10 +184,15 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r7", "benign_behaviour_r7.jsonl", "tuned", "memories"),
     ("controls_r7", "benign_controls_r7.jsonl", "tuned", "memories"),
     ("turns_r7", "benign_turns_r7.jsonl", "tuned", "turns"),
+    # round 8 (2026-12-03): sealed until its first report
+    ("attacks_j", "sealed/attacks_j.jsonl", "sealed", "labelled"),
+    ("behaviour_r8", "sealed/benign_behaviour_r8.jsonl", "sealed", "memories"),
+    ("controls_r8", "sealed/benign_controls_r8.jsonl", "sealed", "memories"),
+    ("turns_r8", "sealed/benign_turns_r8.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 8, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
-SEALED_TURNS: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_j",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r8", "controls_r8")
+SEALED_TURNS: tuple[str, ...] = ("turns_r8",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
