@@ -150,9 +150,9 @@ class Item:
 # model); "turns" are benign conversation turns stored through record_turns. Each round was sealed until its
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
-# 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets)
-# at 3c79941, round 7 (i and three benign sets) at bca46b9. The next round goes in sealed/ (loaded only with --sealed)
-# and into SEALED_ATTACKS / SEALED_BENIGN.
+# 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets) at 3c79941, round 7 (i and
+# three benign sets) at bca46b9, round 8 (j and three benign sets) at 3f87a85. The next round goes in sealed/
+# (loaded only with --sealed) and into SEALED_ATTACKS / SEALED_BENIGN.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
@@ -184,15 +184,16 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r7", "benign_behaviour_r7.jsonl", "tuned", "memories"),
     ("controls_r7", "benign_controls_r7.jsonl", "tuned", "memories"),
     ("turns_r7", "benign_turns_r7.jsonl", "tuned", "turns"),
-    # round 8 (2026-12-03): sealed until its first report
-    ("attacks_j", "sealed/attacks_j.jsonl", "sealed", "labelled"),
-    ("behaviour_r8", "sealed/benign_behaviour_r8.jsonl", "sealed", "memories"),
-    ("controls_r8", "sealed/benign_controls_r8.jsonl", "sealed", "memories"),
-    ("turns_r8", "sealed/benign_turns_r8.jsonl", "sealed", "turns"),
+    # round 8 (2026-12-03; first report at 3f87a85): injection-shaped attacks in many disguises and 53 languages,
+    # behaviour memories, near-miss controls and user turns
+    ("attacks_j", "attacks_j.jsonl", "tuned", "labelled"),
+    ("behaviour_r8", "benign_behaviour_r8.jsonl", "tuned", "memories"),
+    ("controls_r8", "benign_controls_r8.jsonl", "tuned", "memories"),
+    ("turns_r8", "benign_turns_r8.jsonl", "tuned", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ("attacks_j",)
-SEALED_BENIGN: tuple[str, ...] = ("behaviour_r8", "controls_r8")
-SEALED_TURNS: tuple[str, ...] = ("turns_r8",)
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 9, when it is written
+SEALED_BENIGN: tuple[str, ...] = ()
+SEALED_TURNS: tuple[str, ...] = ()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -619,7 +620,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         ok = k <= goal * len(idx) if at_most else k >= goal * len(idx)
         rows.append((name, f"{'≤' if at_most else '≥'} {goal:.1%}", rate(k, len(idx)), ok))
 
-    for group in ("locomo.turns", "promptshield", "turns_r7", *SEALED_TURNS):
+    for group in ("locomo.turns", "promptshield", "turns_r7", "turns_r8", *SEALED_TURNS):
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
@@ -637,7 +638,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
                  "work_memories", "life_prefs", "mixed_memories", "memories_r5", "behaviour_r6", "controls_r6",
-                 "behaviour_r7", "controls_r7",
+                 "behaviour_r7", "controls_r7", "behaviour_r8", "controls_r8",
                  "memories_multilingual",
                  "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
