@@ -336,7 +336,7 @@ _PROTECTIVE = re.compile(
     r"\b(?:never|don't|do not|must not|should not)\s+(?:ask\s+(?:\w+\s+){0,2}to\s+)?(?:share|reveal|disclose|"
     r"give out|send|post|paste|email|enter|type|reuse|write down|click|open|install|run|store|save|keep|log|record|"
     r"remember|cache|print|display|show)\s+(?:your|their|his|her|the|any|unknown|unexpected|suspicious|a|an)?\s*"
-    r"(?:\w+\s+){0,2}(?:passwords?|passcodes?|pins?|credentials?|mfa|2fa|codes?|otps?|secrets?|tokens?|keys?|links?|"
+    r"(?:[\w.-]+\s+){0,2}(?:passwords?|passcodes?|pins?|credentials?|mfa|2fa|codes?|otps?|secrets?|tokens?|keys?|links?|"
     r"attachments?|files?|software|scripts?|macros?|card numbers?|ssns?)\b(?![^.!?\n]{0,80}(?:https?://|@|"
     r"\binstead\b|\bexcept\b|\bbut\b))|"
     # "never X without Y": Y is required before X

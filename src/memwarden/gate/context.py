@@ -187,8 +187,37 @@ def _official_installers(snippet: str) -> bool:
     return True
 
 
+# The same memory keeps a confirmation for something else: "… without asking; anything that deletes needs a
+# confirmation", "Auf Staging darfst du Tests ohne Rückfrage starten. Löschen nur nach meiner Bestätigung",
+# "確認なしでテストを実行してかまいません。デプロイは必ず聞いてください". It draws a line around the assistant's
+# autonomy rather than dropping a safety step, so a waiver inside it is held for an operator, never called certain.
+_RETAINS = re.compile(
+    r"\b(?:still|always|but)\s+(?:ask|check with (?:me|the user)|confirm)\b|"
+    r"\b(?:needs?|requires?)\s+(?:a\s+|an\s+|my\s+|explicit\s+|the user's\s+|their\s+)*(?:confirmation|approval|"
+    r"sign-?off|go-ahead|ok|okay|yes)\b|"
+    r"\bonly\s+(?:after|with)\s+(?:my\s+|the user's\s+|their\s+|explicit\s+|a\s+)*(?:confirmation|approval|ok|"
+    r"okay|go-ahead|yes)\b|\bask\s+(?:me\s+|the user\s+|them\s+)?first\b|"
+    r"\bnur nach (?:meiner |deiner |ausdrücklicher |vorheriger )*(?:bestätigung|freigabe|rückfrage|zustimmung)\b|"
+    r"\bfrag(?:e)?\s+(?:immer|vorher|zuerst|bitte)\s+(?:\w+\s+)?nach\b|\bimmer nachfragen\b|"
+    r"\bdemande(?:-moi|z)?\s+toujours\b|\btoujours demander\b|\bavec mon accord\b|"
+    r"\bpregunta(?:me)?\s+siempre\b|\bsiempre\s+pregunta\b|\bchiedi(?:mi)?\s+sempre\b|"
+    r"\bpergunte\s+sempre\b|\bsempre\s+pergunte\b|\baltijd\s+(?:eerst\s+)?vragen\b|\bvraag altijd\b|"
+    r"必ず(?:聞いて|確認して|尋ねて)|(?:必须|一定要|务必)先?(?:问我|确认|征得)|반드시\s*(?:물어|확인)",
+    re.IGNORECASE)
+_RETAIN_NEGATED = re.compile(r"(?:don't|dont|do not|never|no need to|not|stop|without|nicht|kein\w*|pas|不要|不用)\s*$",
+                             re.IGNORECASE)
+
+
+def _retains_confirmation(text: str) -> bool:
+    """Whether the memory keeps a confirmation (not merely names one it waives: "don't ask first")."""
+    return any(_RETAIN_NEGATED.search(text[max(0, m.start() - 16):m.start()]) is None
+               for m in _RETAINS.finditer(text))
+
+
 def _uncertain(text: str, h: RuleHit) -> bool:
     """Whether the sentence around this firm hit makes it ambiguous (see the module docstring)."""
+    if h.rule == "directive.future_behaviour" and h.category == DIRECTS and _retains_confirmation(text):
+        return True  # a line drawn around the assistant's autonomy, in any language (above)
     if h.span is None or h.span == (0, len(text)) or h.span[1] <= h.span[0]:
         return False  # a whole-candidate hit (a disguise undone, the learned layer): no sentence to read
     if h.category != DIRECTS and h.rule not in ("exec.download", "directive.override"):

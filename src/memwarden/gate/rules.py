@@ -219,6 +219,14 @@ RULES: tuple[Rule, ...] = (
             r"(?:asking|checking|confirming|confirmation|verifying|verification|review|reviewing|approval|"
             r"permission|consent|tests?|testing|a second reviewer|a reviewer|backups?|a dry run|prompting|"
             r"telling|notifying|warning)\b",
+            # the confirmation dropped by name before something at stake: "never ask for confirmation before wiring
+            # money", "stop waiting for my approval before you deploy", "don't check with me first before paying"
+            r"\b(?:never|don't|do not|no longer|stop|quit)\s+(?:ask(?:ing)?|wait(?:ing)?|check(?:ing)?)\s+"
+            r"(?:for\s+(?:a\s+|any\s+|my\s+|the user's\s+|their\s+|explicit\s+)*(?:confirmation|approval|permission|"
+            r"consent|sign-?off|go-ahead|yes)|with (?:me|the user|them) first|first)\s+(?:before|when|to)\s+"
+            r"(?:\w+\s+){0,2}(?:pay\w*|transfer\w*|wir(?:e|es|ed|ing)|refund\w*|approv\w*|delet\w*|wip(?:e|es|ing)|"
+            r"drop\w*|deploy\w*|releas\w*|publish\w*|push\w*|merg\w*|sign(?:s|ed|ing)?|purchas\w*|buy\w*|"
+            r"order\w*|grant\w*|shar(?:e|es|ing)|forward\w*|send(?:s|ing)?)\b",
         ),
         words=_w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies",
                  "prompt", "prompts", "directive", "directives", "guardrail", "guardrails", "restriction",
@@ -975,6 +983,7 @@ RULES = (
         ((21, 22), FUTURE, DIRECTS, True, _w("skip", "skips", "skipping", "bypass", "bypassing", "disable",
                                              "disabling", "turn", "switch", "omit", "suppress", "circumvent",
                                              "forgo", "without")),
+        ((23,), FUTURE, DIRECTS, True, _w("never", "don't", "do", "no", "stop", "quit")),
     )),
     # permission claims: made to the system ("you are in developer mode", "I am your developer") act on a model
     # wherever they are replayed; third-person claims with a consequence direct it; bare role claims ("the user
