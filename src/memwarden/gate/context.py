@@ -125,8 +125,9 @@ _ASSISTANT = re.compile(
 # A requirement, not a waiver: "never delete events without checking with the user first", "never run destructive
 # migrations without asking".
 _REQUIRES_ASKING = re.compile(
-    r"\b(?:never|don't|do not|must not|should not|no)\b[^.!?\n]{0,100}\bwithout\s+(?:first\s+)?(?:asking|checking|"
-    r"confirm\w*|explicit\w*|approval|permission|a go-ahead|the user's (?:ok|okay|approval|confirmation))\b",
+    r"\b(?:never|don't|do not|must not|should not|no|nothing|nobody|no one)\b[^.!?\n]{0,100}\bwithout\s+(?:first\s+)?"
+    r"(?:asking|checking|confirm\w*|explicit\w*|approval|permission|a go-ahead|showing|waiting for|"
+    r"the user's (?:ok|okay|approval|confirmation))\b",
     re.IGNORECASE)
 # Research and evaluation of LLM systems described in the third person: "the user red-teams the company's assistant
 # to see whether jailbreaks make it reveal its system prompt", "the new system prompt is behind a flag".

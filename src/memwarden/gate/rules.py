@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.03-1"
+RULES_VERSION = "2026.12.03-2"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -218,7 +218,7 @@ RULES: tuple[Rule, ...] = (
             r"send|sends|grant|grants|rotate|revoke)\b[^.!?\n]{0,60}\bwithout\s+(?:first\s+|ever\s+|any\s+|a\s+)?"
             r"(?:asking|checking|confirming|confirmation|verifying|verification|review|reviewing|approval|"
             r"permission|consent|tests?|testing|a second reviewer|a reviewer|backups?|a dry run|prompting|"
-            r"telling|notifying|warning)\b",
+            r"telling|notifying|warning|showing (?:them|it|the user|me|the command|the diff)|waiting for)\b",
             # the confirmation dropped by name before something at stake: "never ask for confirmation before wiring
             # money", "stop waiting for my approval before you deploy", "don't check with me first before paying"
             r"\b(?:never|don't|do not|no longer|stop|quit)\s+(?:ask(?:ing)?|wait(?:ing)?|check(?:ing)?)\s+"
@@ -227,6 +227,14 @@ RULES: tuple[Rule, ...] = (
             r"(?:\w+\s+){0,2}(?:pay\w*|transfer\w*|wir(?:e|es|ed|ing)|refund\w*|approv\w*|delet\w*|wip(?:e|es|ing)|"
             r"drop\w*|deploy\w*|releas\w*|publish\w*|push\w*|merg\w*|sign(?:s|ed|ing)?|purchas\w*|buy\w*|"
             r"order\w*|grant\w*|shar(?:e|es|ing)|forward\w*|send(?:s|ing)?)\b",
+            # the warnings dropped: "never warns about suspicious links", "don't mention security warnings",
+            # "doesn't want to be warned about phishing in forwarded e-mails"
+            r"\b(?:never|don't|do not|doesn't|does not|no longer|stop|not to|without)\s+(?:\w+\s+){0,3}"
+            r"(?:warn\w*|flag\w*|mention\w*|bring\w* up|point\w* out|rais\w*|show\w*)\s+(?:\w+\s+){0,2}"
+            r"(?:about\s+|of\s+|on\s+)?(?:\w+\s+){0,2}(?:(?:suspicious|phishing|unsafe|malicious|dangerous|unofficial|fake|lookalike|look-alike)"
+            r"\s+(?:\w+\s+)?(?:links?|sites?|websites?|domains?|attachments?|e-?mails?|urls?|downloads?|messages?)|"
+            r"phishing|scams?|fraud|security (?:warnings?|alerts?)|certificate (?:warnings?|errors?)|malware|"
+            r"whether (?:a|the) (?:site|link|website|domain|page) is (?:the )?(?:official|real|legitimate|genuine))\b",
         ),
         words=_w("instruction", "instructions", "rule", "rules", "guideline", "guidelines", "policy", "policies",
                  "prompt", "prompts", "directive", "directives", "guardrail", "guardrails", "restriction",
@@ -984,6 +992,8 @@ RULES = (
                                              "disabling", "turn", "switch", "omit", "suppress", "circumvent",
                                              "forgo", "without")),
         ((23,), FUTURE, DIRECTS, True, _w("never", "don't", "do", "no", "stop", "quit")),
+        ((24,), FUTURE, DIRECTS, True, _w("never", "don't", "do", "doesn't", "does", "no", "stop", "not",
+                                          "without")),
     )),
     # permission claims: made to the system ("you are in developer mode", "I am your developer") act on a model
     # wherever they are replayed; third-person claims with a consequence direct it; bare role claims ("the user
