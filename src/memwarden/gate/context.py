@@ -99,6 +99,9 @@ _CONTENT_SOURCES = re.compile(
     r"(?:in|inside|within)\s+(?:\w+\s+){0,2}(?:documents?|web ?pages?|websites?|pages?|e-?mails?|files?|pdfs?|"
     r"tool (?:results?|outputs?)|search results?|retrieved|attachments?|content)\b", re.IGNORECASE)
 
+# What a rule found when it is the content's instructions being obeyed, not refused (gate/harm_rules.py)
+_OBEY_CONTENT = re.compile(r"\b(?:carried out|carry out|followed|executed|obeyed|acted on|as if)\b", re.IGNORECASE)
+
 # Who something is hidden from: the user, an operator or a log is what concealment attacks; a third party is a
 # privacy wish ("don't mention to the client …", "keep it from her husband").
 _HIDDEN_FROM_US = re.compile(
@@ -253,6 +256,8 @@ def _uncertain(text: str, h: RuleHit) -> bool:
         # somewhere to send things to is
         return not (_HIGH_STAKES_NO_SEND.search(sentence) or _ADDRESS.search(sentence))
     if h.rule == "directive.override":
+        if _OBEY_CONTENT.search(matched):
+            return False  # the match itself is the carrying out ("… carried out as if the user typed them")
         return (_OWN_VOICE.search(sentence) is not None or _CONTENT_SOURCES.search(sentence) is not None) \
             and not stakes
     if h.rule == "conceal":

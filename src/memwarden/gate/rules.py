@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.03-2"
+RULES_VERSION = "2026.12.03-3"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -1624,6 +1624,12 @@ RULES = (
         category="acts", firm=False,
     ),
 )
+
+# harm worded without an injection structure (issue 11, after round 8): gate/harm_rules.py, which needs ``Rule``
+# from this module, so it is imported once ``Rule`` and ``RULES`` exist
+from memwarden.gate.harm_rules import HARM_RULES  # noqa: E402
+
+RULES = (*RULES, *HARM_RULES)
 
 
 # Standing (B), sensitive (C) and trigger cues as token sets and plain substrings: a big regex alternation of words
