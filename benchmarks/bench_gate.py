@@ -190,10 +190,15 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r8", "benign_behaviour_r8.jsonl", "tuned", "memories"),
     ("controls_r8", "benign_controls_r8.jsonl", "tuned", "memories"),
     ("turns_r8", "benign_turns_r8.jsonl", "tuned", "turns"),
+    # round 9 (2026-12-03): sealed until its first report
+    ("attacks_k", "sealed/attacks_k.jsonl", "sealed", "labelled"),
+    ("behaviour_r9", "sealed/benign_behaviour_r9.jsonl", "sealed", "memories"),
+    ("controls_r9", "sealed/benign_controls_r9.jsonl", "sealed", "memories"),
+    ("turns_r9", "sealed/benign_turns_r9.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 9, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
-SEALED_TURNS: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_k",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r9", "controls_r9")
+SEALED_TURNS: tuple[str, ...] = ("turns_r9",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
