@@ -63,11 +63,13 @@ def _disguised_unicode(text: str, tokens: Iterable[str] | None) -> bool:
     word that reads as an attack word without its accents ("ïgnörë"); accented names ("Zoë", "Kraków") do not."""
     if _DISGUISE_CHAR.search(text) is not None:
         return True
-    vocab = attack_vocabulary()
-    for t in tokens if tokens is not None else _WORD.findall(text.lower()):
-        if not t.isascii() and _FOLDABLE_RUN.search(t) is not None and fold_letters(t) in vocab:
-            return True
-    return False
+    words = [t for t in (tokens if tokens is not None else _WORD.findall(text.lower()))
+             if not t.isascii() and _FOLDABLE_RUN.search(t) is not None]
+    if not words:
+        return False
+    # fold_letters(t) for each word at once: folding maps runs of foldable letters (which a NUL never joins) and
+    # single characters, none of them to a NUL, so the joined result splits back into the words' folds
+    return not attack_vocabulary().isdisjoint(fold_letters("\0".join(words)).split("\0"))
 
 
 def _signalled(text: str, tokens: Iterable[str] | None) -> bool:
