@@ -270,10 +270,11 @@ def _standing_instruction(n: Normalized, tokens: set[str], *, deep: bool = False
     judge = sensitive or _sensitive
     for m in _CLAUSE.finditer(text):
         clause = m.group()
-        if _USER_PREFERENCE.match(clause) or _PROTECTIVE.search(clause):
-            continue
+        # a clause counts only if it addresses the agent and is neither the user's preference nor protective:
+        # pure tests, so the cheap one that rules most clauses out (no agent cue) runs first
         cue = _AGENT.search(clause.lstrip(), tokens)
-        if cue is None or not _addresses_agent(clause.lstrip(), cue):
+        if cue is None or _USER_PREFERENCE.match(clause) or _PROTECTIVE.search(clause) \
+                or not _addresses_agent(clause.lstrip(), cue):
             continue
         words = set(_TOKEN.findall(clause))
         harmful = judge(clause, words)
