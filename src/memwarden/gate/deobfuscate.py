@@ -425,7 +425,9 @@ def _tokens_fix(text: str, vocab: frozenset[str]) -> str:
 
 
 def _joined(text: str, vocab: frozenset[str]) -> str:
-    if _JOINED_HINT.search(text) is not None:
+    # only a long word holding a hint is ever split, so the hint is looked for in the long words (the alternation
+    # of hints costs ~0.1 µs per character of the whole text, the long-word scan a tenth of that)
+    if any(_JOINED_HINT.search(w) is not None for w in _LONG_WORD.findall(text)):
         budget = [MAX_SEGMENTED]
 
         def split(m: re.Match[str]) -> str:
