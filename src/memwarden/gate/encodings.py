@@ -341,14 +341,16 @@ def _blobs(text: str) -> Iterator[Decoded]:
                                     for _, b in parts))
             if joined:
                 yield (parts[0][0][0], parts[-1][0][1]), f"{name} in {len(parts)} parts", joined
-    for m in _B58.finditer(text):
+    # every base58 label holds "58" and every Ascii85 blob "<~": without them neither pattern can match (their
+    # scans, a look at every position for the label, are skipped)
+    for m in _B58.finditer(text) if "58" in text else ():
         tried += 1
         if tried > MAX_BLOBS:
             return
         decoded = _b58(m.group(1))
         if decoded:
             yield m.span(), "base58", decoded
-    for m in _A85.finditer(text):
+    for m in _A85.finditer(text) if "<~" in text else ():
         tried += 1
         if tried > MAX_BLOBS:
             return

@@ -219,6 +219,12 @@ def may_have_concepts(tokens: set[str]) -> bool:
 
 def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     """Concept hits on the words of ``text`` (segmented languages) and on its characters (unsegmented ones)."""
+    by_word, by_char, _words_of = _concept_hits(text)
+    return by_word, by_char
+
+
+def _concept_hits(text: str) -> tuple[list[Hit], list[Hit], list[str]]:
+    """:func:`concept_hits`, and the words of ``text`` it looked at (``_words(text)[:MAX_TOKENS]``)."""
     lex = load()
     words = _words(text)[:MAX_TOKENS]
     by_word: list[Hit] = []
@@ -226,16 +232,22 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
     exact, stems = _ascii_anchors()
     present = set(words)
     # the distinct words an entry may start with (for the others the index says so without a lookup per entry);
-    # decided once per distinct word, then only their positions are visited
-    starting = {w for w in present if w in exact or w[:4] in stems or not _FAST_SCRIPTS.fullmatch(w)}
+    # in a text of the fast scripts every word is of them
+    if _FAST_SCRIPTS.fullmatch(text):
+        starting = {w for w in present if w in exact or w[:4] in stems}
+    else:
+        starting = {w for w in present if w in exact or w[:4] in stems or not _FAST_SCRIPTS.fullmatch(w)}
+    # once per distinct word: its entries whose further words all occur in the text (a word repeated a thousand
+    # times is not checked against them a thousand times); only the positions of words with one are visited
     viable: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
-    for i in [i for i, w in enumerate(words) if w in starting] if starting else ():
-        w = words[i]
+    for w in starting:
+        found = tuple(e for e, needs in _candidate_needs(w) if needs <= present)
+        if found:
+            viable[w] = found
+    for i, w in enumerate(words) if viable else ():
         found = viable.get(w)
         if found is None:
-            # once per distinct word: drop the entries whose further words do not occur in the text at all (a
-            # word repeated a thousand times is not checked against them a thousand times)
-            found = viable[w] = tuple(e for e, needs in _candidate_needs(w) if needs <= present)
+            continue
         for lang, concept, tail in found:
             if not tail or (i + len(tail) < n and all(_word_matches(p, words[i + 1 + j])
                                                       for j, p in enumerate(tail))):
@@ -249,7 +261,7 @@ def concept_hits(text: str) -> tuple[list[Hit], list[Hit]]:
                 for form, lang, concept in group:
                     if text.startswith(form, i):
                         by_char.append((lang, concept, i))
-    return by_word, by_char
+    return by_word, by_char, words
 
 
 @functools.cache
@@ -373,11 +385,16 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
     text = n.text if text is None else text
     if tokens is not None and _FAST_SCRIPTS.fullmatch(text) and not may_have_concepts(tokens):
         return []
-    by_word, by_char = concept_hits(text)
+    by_word, by_char, words = _concept_hits(text)
     if not by_word and not by_char:
         return []
-    words = _words(text)[:MAX_TOKENS]
     out: dict[str, RuleHit] = {}
+    urlish_found: list[bool] = []  # _URLISH on the text, searched on first use
+
+    def urlish_text() -> bool:
+        if not urlish_found:
+            urlish_found.append(_URLISH.search(text) is not None)
+        return urlish_found[0]
     for hits, window in ((by_word, WINDOW), (by_char, WINDOW_CHARS)):
         if len(hits) < 2:
             continue  # every rule needs two concepts
@@ -422,12 +439,11 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
                         ) -> bool:
                 return any(lg == lang and c == concept and _negated_before(words, text, p, span, chars)
                            for lg, c, p in hits)
-            urlish = _URLISH.search(text) is not None
             if {"send", "secret"} <= cs and near("send", "secret") and (
-                    urlish or near("send", "agent") or near("send", "standing")):
+                    urlish_text() or near("send", "agent") or near("send", "standing")):
                 # "永远不要提交 .env 文件", "不要在记忆中保存我的身份证号码": a negated send of a secret is how people
                 # protect one; without an address to send it to, it is held (G6), not called certain
-                firm = urlish or not negated("send", SKIP_WINDOW)
+                firm = urlish_text() or not negated("send", SKIP_WINDOW)
                 out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", firm, n))
             skipped = "confirm" in cs and (near("confirm", "skip", window=tight) or negated("confirm", SKIP_WINDOW))
             protective = "confirm" in cs and not skipped

@@ -416,6 +416,9 @@ class _Index:
     # one of which must meet the tokens, the (words, strings) requirements, the term index, the width, the
     # anchors and the regex
     plans: tuple[tuple[Any, ...], ...] = ()
+    # ``always`` without the patterns that cannot match ASCII text: a requirement of theirs names only non-ASCII
+    # words and strings, and a match in ASCII text holds only ASCII ones (Cyrillic, Chinese, accented patterns)
+    always_ascii: tuple[int, ...] = ()
 
 
 # How many characters a match can reach at most, as (a, b, c): a + b × the longest ``\\w`` run + c × the longest
@@ -712,6 +715,34 @@ def _key_cost(n: Need) -> tuple[int, int]:
     return sum(t in _COMMON_WORDS for t in n.tokens), n.size
 
 
+MAX_CHECKED_STRINGS = 8  # a further string requirement is checked only if it names at most this many strings
+
+
+def _selective(s: str) -> bool:
+    """A substring worth a test of its own: two characters or more, or one that is neither a word character nor
+    a space ("@", "<", "="); a single letter or a space occurs in nearly every text."""
+    return len(s) >= 2 or not (_is_word(s) or s.isspace())
+
+
+def _string_needs(parsed: Any, reqs: Sequence[Need]) -> tuple[Need, ...]:
+    """String requirements of ``parsed`` that :func:`_requirements` leaves out (it keeps the token ones, or else
+    one string requirement): every match holds one of each one's words or strings too (:func:`_needs`), so each
+    is a further necessary condition, tested with ``in`` before the regex runs. A pattern that needs
+    ``@`` besides one of eight words is then ruled out by one substring test. Only small, selective ones."""
+    if parsed.state.flags & _FLAGS:
+        return ()
+    out = []
+    for n in _needs(parsed, False, False, _Expander()):
+        if n.cheap or n in reqs or n.size > MAX_CHECKED_STRINGS or not all(map(_selective, n.substrings)):
+            continue
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def _check_order(n: Need) -> tuple[int, tuple[str, ...]]:
+    return n.size, tuple(sorted(n.tokens | n.substrings))  # fewest alternatives first; ties in a fixed order
+
+
 def _index(patterns: Sequence[str]) -> _Index:
     regexes = []
     by_token: dict[str, list[int]] = {}
@@ -720,9 +751,13 @@ def _index(patterns: Sequence[str]) -> _Index:
     anchors: list[tuple[tuple[frozenset[str], frozenset[str]], ...]] = []
     widths: list[Width | None] = []
     terms: list[_TermIndex | None] = []
+    ascii_ok: list[bool] = []
     for j, p in enumerate(patterns):
         parsed = sre_parse.parse(p)
         reqs = _requirements(parsed)
+        more = _string_needs(parsed, reqs)
+        ascii_ok.append(all(any(map(str.isascii, n.tokens)) or any(map(str.isascii, n.substrings))
+                            for n in (*reqs, *more)))
         regexes.append(sre_compiler.compile(parsed))  # parsed once, for the analysis and the regex
         widths.append(_width(parsed) if not parsed.state.flags & _FLAGS else None)
         anchors.append(tuple((n.tokens, n.substrings) for n in reqs))
@@ -741,12 +776,14 @@ def _index(patterns: Sequence[str]) -> _Index:
             cheap = cheap[1:]
         else:
             always.append(j)
-        mixed = tuple((n.tokens, tuple(sorted(n.substrings, key=len, reverse=True))) for n in reqs if not n.cheap)
+        mixed = tuple((n.tokens, tuple(sorted(n.substrings, key=len, reverse=True)))
+                      for n in sorted({*(n for n in reqs if not n.cheap), *more}, key=_check_order))
         checks.append((tuple(n.tokens for n in cheap), mixed))
     plans = tuple((checks[j][0], checks[j][1], terms[j], widths[j], anchors[j], regexes[j])
                   for j in range(len(patterns)))
     return _Index(tuple(regexes), {tok: tuple(js) for tok, js in by_token.items()}, frozenset(by_token),
-                  tuple(always), tuple(checks), tuple(anchors), tuple(widths), tuple(terms), plans)
+                  tuple(always), tuple(checks), tuple(anchors), tuple(widths), tuple(terms), plans,
+                  tuple(j for j in always if ascii_ok[j]))
 
 
 class RuleMatcher:
@@ -777,14 +814,17 @@ class RuleMatcher:
         ix = self._index
         if ix is None:
             ix = self._index = _index(self.patterns)  # one assignment: concurrent first uses build the same
+        always = ix.always_ascii if text.isascii() else ix.always
         keys = ix.keys.intersection(tokens)
         if not keys:
-            if not ix.always:
+            if not always:
                 return None
-            found: Iterable[int] = ix.always  # already in order
+            found: Iterable[int] = always  # already in order
+        elif not always and len(keys) == 1:
+            found = ix.by_token[next(iter(keys))]  # in order, built so
         else:
             by_token = ix.by_token
-            merged = set(ix.always)
+            merged = set(always)
             for tok in keys:
                 merged.update(by_token[tok])
             found = sorted(merged)
