@@ -16,7 +16,7 @@ $(STAMP_RUN): $(BIN)/python pyproject.toml
 	@touch $@
 
 $(STAMP_DEV): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,e5]'  # e5: the gate's semantic layer is tested too
 	@touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)

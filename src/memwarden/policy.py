@@ -78,6 +78,9 @@ class Policy:
     # many seconds after it: the host's conversation may have read the page before memwarden's session began
     # (MCP over HTTP starts a new one after an idle hour). Longer over-taints, which is the safe direction.
     host_report_window_seconds: float = 86_400.0
+    # Issue 11: the gate's semantic layer (gate/semantic.py, the ``e5`` extra): milliseconds per candidate, so
+    # off unless asked for (``MEMWARDEN_GATE_SEMANTIC=1``); when on and the extra is missing, writes fail loudly.
+    semantic_gate: bool = field(default_factory=lambda: _semantic_from_env())
 
     def limits_for(self, kind: str) -> KindLimits:
         return self.limits.get(kind, DEFAULT_LIMITS[Kind(kind)])
@@ -115,3 +118,16 @@ class Policy:
                 f"or '{KEEP}' where the policy allows it"
             )
         return days
+
+
+def _semantic_from_env() -> bool:
+    """``MEMWARDEN_GATE_SEMANTIC``: 1/true/yes/on turns the semantic layer on; unset or 0/false/no/off leaves it
+    off; anything else is an error (a typo must not silently leave a security layer off)."""
+    import os
+
+    value = os.environ.get("MEMWARDEN_GATE_SEMANTIC", "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise InvalidInput(f"MEMWARDEN_GATE_SEMANTIC={value[:20]!r} is not understood: use 1 (on) or 0 (off)")

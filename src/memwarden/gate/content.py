@@ -7,6 +7,7 @@ standing-instruction heuristic, with preference-shaped clauses judged on what th
 request-shaped text (a task or question for the assistant, not a statement) → the multilingual lexicon
 (:mod:`.lexicon`) → encoded payloads (:mod:`.encodings`: decoded and scanned again, bounded) → the learned layer
 (:mod:`.learned`) → session-scoped references (stripped, or the candidate dropped when that is all it is) → the
+semantic layer (:mod:`.semantic`, only when the policy turns it on, only on what everything else accepts) → the
 confidence threshold for model-extracted candidates (G5).
 
 Each hit carries a category (acts / directs / style / learned) and a firmness; the candidate's (kind, source)
@@ -21,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from memwarden.gate import REJECT, Candidate, RuleHit, learned
+from memwarden.gate import REJECT, Candidate, RuleHit, learned, semantic
 from memwarden.gate.classify import classify
 from memwarden.gate.context import soften
 from memwarden.gate.deobfuscate import deobfuscate
@@ -691,6 +692,8 @@ class ContentScanner:
         if wants.learned and not _decided(raw) and not any(h.category == STYLE for h in raw):
             raw += _learned(n, deep)
         hits, notes = _apply(tier, soften(original, raw))
+        if wants.learned and policy.semantic_gate and not any(h.action in (REVIEW, REJECT) for h in hits):
+            hits += _semantic(original, tier.learned)  # only asked about what every other layer accepts
         if tier.acts_ambiguous == REVIEW and any(h.action == REJECT for h in hits):
             hits = _mentions_held(original, hits)
         if c.source == "model" and isinstance(c.confidence, (int, float)) \
@@ -720,6 +723,16 @@ def _line_hits(original: str, found: list[RuleHit]) -> list[RuleHit]:
     view = Normalized(original, lines, lines, ())
     seen = {h.rule for h in found}
     return [h for h in _rule_hits(view, _tokens(view), _LINE_RULES, whole=True) if h.rule not in seen]
+
+
+def _semantic(original: str, action: str) -> list[RuleHit]:
+    """The semantic layer's call (gate/semantic.py): the tier's ``learned`` action (review), never reject."""
+    model = semantic.load()
+    score = semantic.score(original)
+    if score <= model.threshold:
+        return []
+    return [RuleHit("learned.semantic", action, f"its meaning resembles harmful memories (semantic layer, score "
+                    f"{score:.2f}); an operator decides", (0, len(original)), LEARNED, False)]
 
 
 def _learned(n: Normalized, deep: Normalized | None) -> list[RuleHit]:
