@@ -1,4 +1,4 @@
-"""Injection structures in any of 34 languages, from concept lexicons instead of a regex family per language.
+"""Injection structures in any of 38 languages, from concept lexicons instead of a regex family per language.
 
 Each ``lexicon/<lang>.toml`` lists, for one language, the words and phrases of 20 concepts (``override``,
 ``prior``, ``rules``, ``standing``, ``agent``, ``modal``, ``user``, ``conceal``, ``send``, ``secret``,
@@ -308,7 +308,7 @@ _MESSAGES = {
 }
 
 
-# Negation words of the 34 languages, one table: they are function words the concept lists leave out (many are
+# Negation words of the 38 languages, one table: they are function words the concept lists leave out (many are
 # also English or shorter than an entry may be), and they only ever qualify a concept next to them. Unsegmented
 # languages' negators are substrings looked for just before a concept's character offset.
 _NEGATORS = frozenset("""
@@ -317,7 +317,7 @@ kein keine keinen ohne niet nooit geen zonder inte aldrig ingen utan ikke uden e
 nigdy bez nikdy nu niciodată niciodata fără fara nem soha nélkül nelkul asla hiç hic olmadan μη μην δεν ποτέ ποτε
 χωρίς χωρις не никогда без ніколи нiколи नहीं नही कभी बिना না নয় নাই কখনো ছাড়া ছাড়া نہ نہیں کبھی بغیر لا ألا الا
 ألّا لن لم دون بدون نه هرگز بی לא אל בלי ללא tidak jangan tanpa không khong đừng dung chưa chua 안 않 않고 말고 없이
-nikad nikada nemoj nemojte никад никада немој немојте никога
+nikad nikada nemoj nemojte никад никада немој немојте никога aldri uten niekada niekuomet be nekad ära ärge mitte ilma
 """.split())
 _NEGATORS_WIDE = ("不", "别", "別", "无需", "無需", "未经", "未經", "ない", "ず", "せず", "なし", "なく", "ไม่", "อย่า")
 
