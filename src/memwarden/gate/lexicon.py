@@ -1,4 +1,4 @@
-"""Injection structures in any of 45 languages, from concept lexicons instead of a regex family per language.
+"""Injection structures in any of 49 languages, from concept lexicons instead of a regex family per language.
 
 Each ``lexicon/<lang>.toml`` lists, for one language, the words and phrases of 20 concepts (``override``,
 ``prior``, ``rules``, ``standing``, ``agent``, ``modal``, ``user``, ``conceal``, ``send``, ``secret``,
@@ -309,7 +309,7 @@ _MESSAGES = {
 }
 
 
-# Negation words of the 45 languages, one table: they are function words the concept lists leave out (many are
+# Negation words of the 49 languages, one table: they are function words the concept lists leave out (many are
 # also English or shorter than an entry may be), and they only ever qualify a concept next to them. Unsegmented
 # languages' negators are substrings looked for just before a concept's character offset.
 _NEGATORS = frozenset("""
@@ -320,7 +320,7 @@ nigdy bez nikdy nu niciodată niciodata fără fara nem soha nélkül nelkul asl
 ألّا لن لم دون بدون نه هرگز بی לא אל בלי ללא tidak jangan tanpa không khong đừng dung chưa chua 안 않 않고 말고 없이
 nikad nikada nemoj nemojte никад никада немој немојте никога aldri uten niekada niekuomet be nekad ära ärge mitte ilma
 sense tak bila kamwe huwag wag hindi walang
-moenie nooit sonder არ ნუ არასდროს არასოდეს երբեք առանց ոչ
+moenie nooit sonder არ ნუ არასდროს არასოდეს երբեք առանց ոչ न कधीही कहिल्यै ஒருபோதும் ఎప్పుడూ
 """.split())
 _NEGATORS_WIDE = ("不", "别", "別", "无需", "無需", "未经", "未經", "ない", "ず", "せず", "なし", "なく", "ไม่", "อย่า")
 
