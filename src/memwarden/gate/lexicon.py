@@ -334,6 +334,11 @@ def _negated_before(words: list[str], text: str, pos: int, span: int, by_char: b
     return any(w in _NEGATORS or w.split("'")[0] + "'" in _NEGATORS for w in words[max(0, pos - span):pos])
 
 
+def _negated_after(words: list[str], pos: int, span: int) -> bool:
+    """Whether a negation word stands within ``span`` words after the word at ``pos`` (segmented text)."""
+    return any(w in _NEGATORS for w in words[pos + 1:pos + 1 + span])
+
+
 def _hit(rule: str, category: str, firm: bool, n: Normalized) -> RuleHit:
     rule_id = "directive.future_behaviour" if rule == "safety.skip" else rule
     return RuleHit(rule_id, REJECT, _MESSAGES[rule] + " (found by the multilingual lexicon)", (0, len(n.original)),
@@ -430,8 +435,12 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
             if {"send", "secret"} <= cs and near("send", "secret") and (
                     urlish or near("send", "agent") or near("send", "standing")):
                 # "永远不要提交 .env 文件", "不要在记忆中保存我的身份证号码": a negated send of a secret is how people
-                # protect one; without an address to send it to, it is held (G6), not called certain
-                firm = urlish or not negated("send", SKIP_WINDOW)
+                # protect one; without an address to send it to, it is held (G6), not called certain. Verb-second
+                # and verb-final languages put the negation after the verb ("Del aldri passordet", "Teile niemals
+                # mein Passwort", "… met iemand deel nie")
+                firm = urlish or not (negated("send", SKIP_WINDOW) or (
+                    not chars and any(lg == lang and c == "send" and _negated_after(words, p, 2)
+                                      for lg, c, p in hits)))
                 out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", firm, n))
             skipped = "confirm" in cs and (near("confirm", "skip", window=tight) or negated("confirm", SKIP_WINDOW))
             protective = "confirm" in cs and not skipped
