@@ -1,4 +1,4 @@
-"""Injection structures in any of 30 languages, from concept lexicons instead of a regex family per language.
+"""Injection structures in any of 49 languages, from concept lexicons instead of a regex family per language.
 
 Each ``lexicon/<lang>.toml`` lists, for one language, the words and phrases of 20 concepts (``override``,
 ``prior``, ``rules``, ``standing``, ``agent``, ``modal``, ``user``, ``conceal``, ``send``, ``secret``,
@@ -82,7 +82,8 @@ def _norm(entry: str) -> list[str]:
     return forms
 
 
-_SEP = r"\s.,!?;:()\[\]{}\"«»“”„‚‘’<>/\\|。、，！？；：（）「」『』【】《》・…।॥؟،؛"
+# separators; the Armenian full stop and comma (։ ՝) close words like "." and ","
+_SEP = r"\s.,!?;:()\[\]{}\"«»“”„‚‘’<>/\\|。、，！？；：（）「」『』【】《》・…।॥؟،؛։՝"
 _EDGE_CLASS = r"'\-–—_*#"
 # a word: no separator, and no edge character (apostrophe, dash, underscore, *, #) at either end
 _WORDS = re.compile(f"[^{_SEP}{_EDGE_CLASS}]+(?:[{_EDGE_CLASS}]+[^{_SEP}{_EDGE_CLASS}]+)*")
@@ -320,7 +321,7 @@ _MESSAGES = {
 }
 
 
-# Negation words of the 30 languages, one table: they are function words the concept lists leave out (many are
+# Negation words of the 49 languages, one table: they are function words the concept lists leave out (many are
 # also English or shorter than an entry may be), and they only ever qualify a concept next to them. Unsegmented
 # languages' negators are substrings looked for just before a concept's character offset.
 _NEGATORS = frozenset("""
@@ -329,6 +330,9 @@ kein keine keinen ohne niet nooit geen zonder inte aldrig ingen utan ikke uden e
 nigdy bez nikdy nu niciodată niciodata fără fara nem soha nélkül nelkul asla hiç hic olmadan μη μην δεν ποτέ ποτε
 χωρίς χωρις не никогда без ніколи нiколи नहीं नही कभी बिना না নয় নাই কখনো ছাড়া ছাড়া نہ نہیں کبھی بغیر لا ألا الا
 ألّا لن لم دون بدون نه هرگز بی לא אל בלי ללא tidak jangan tanpa không khong đừng dung chưa chua 안 않 않고 말고 없이
+nikad nikada nemoj nemojte никад никада немој немојте никога aldri uten niekada niekuomet be nekad ära ärge mitte ilma
+sense tak bila kamwe huwag wag hindi walang
+moenie nooit sonder არ ნუ არასდროს არასოდეს երբեք առանց ոչ न कधीही कहिल्यै ஒருபோதும் ఎప్పుడూ
 """.split())
 _NEGATORS_WIDE = ("不", "别", "別", "无需", "無需", "未经", "未經", "ない", "ず", "せず", "なし", "なく", "ไม่", "อย่า")
 
@@ -340,6 +344,11 @@ def _negated_before(words: list[str], text: str, pos: int, span: int, by_char: b
         head = text[max(0, pos - 3 * span):pos]
         return any(neg in head for neg in _NEGATORS_WIDE)
     return any(w in _NEGATORS or w.split("'")[0] + "'" in _NEGATORS for w in words[max(0, pos - span):pos])
+
+
+def _negated_after(words: list[str], pos: int, span: int) -> bool:
+    """Whether a negation word stands within ``span`` words after the word at ``pos`` (segmented text)."""
+    return any(w in _NEGATORS for w in words[pos + 1:pos + 1 + span])
 
 
 def _hit(rule: str, category: str, firm: bool, n: Normalized) -> RuleHit:
@@ -442,8 +451,12 @@ def lexicon_hits(n: Normalized, text: str | None = None, tokens: set[str] | None
             if {"send", "secret"} <= cs and near("send", "secret") and (
                     urlish_text() or near("send", "agent") or near("send", "standing")):
                 # "永远不要提交 .env 文件", "不要在记忆中保存我的身份证号码": a negated send of a secret is how people
-                # protect one; without an address to send it to, it is held (G6), not called certain
-                firm = urlish_text() or not negated("send", SKIP_WINDOW)
+                # protect one; without an address to send it to, it is held (G6), not called certain. Verb-second
+                # and verb-final languages put the negation after the verb ("Del aldri passordet", "Teile niemals
+                # mein Passwort", "… met iemand deel nie")
+                firm = urlish_text() or not (negated("send", SKIP_WINDOW) or (
+                    not chars and any(lg == lang and c == "send" and _negated_after(words, p, 2)
+                                      for lg, c, p in hits)))
                 out.setdefault("exfil.instruction", _hit("exfil.instruction", "directs", firm, n))
             skipped = "confirm" in cs and (near("confirm", "skip", window=tight) or negated("confirm", SKIP_WINDOW))
             protective = "confirm" in cs and not skipped
