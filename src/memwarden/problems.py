@@ -43,6 +43,7 @@ _ALIASES = {
     "key": "internal",
     "provider_conflict": "internal",
     "provider_error": "internal",
+    "semantic_gate_unavailable": "internal",  # the server was told to run a gate layer it cannot load
     "unsupported_url": "invalid_input",
     "error": "internal",
 }
