@@ -28,6 +28,9 @@ _NOT = r"(?:never|not|n't|don't|do not|doesn't|does not|without|no need to|nothi
 # automatically" protects)
 _UNNEGATED = r"(?:(?!\b(?:never|not|no|don't|do not|n't|ignore|ignored|disregard\w*|refuse\w*)\b)[^.!?\n])"
 
+# an IPv4 address outside the private and loopback ranges
+_PUBLIC_IPV4 = r"(?!(?:10|127)\.)(?!192\.168\.)(?!172\.(?:1[6-9]|2\d|3[01])\.)\d{1,3}(?:\.\d{1,3}){3}"
+
 _W = frozenset
 
 
@@ -158,13 +161,12 @@ HARM_RULES: tuple[Rule, ...] = (
         "it points well-known hosts or the user's DNS at another address; a memory must not redirect the user's "
         "traffic",
         patterns=(
-            r"\b(?!(?:10|127)\.)(?!192\.168\.)(?!172\.(?:1[6-9]|2\d|3[01])\.)\d{1,3}(?:\.\d{1,3}){3}\s+(?:[\w-]+\.)*"
+            r"\b" + _PUBLIC_IPV4 + r"\s+(?:[\w-]+\.)*"
             r"(?:github|gitlab|bitbucket|google|googleapis|microsoft|office|live|apple|icloud|amazon|amazonaws|"
             r"paypal|npmjs|pypi|pythonhosted|docker|okta|slack|stripe|openai|anthropic)\.\w+",
             r"\b(?:set|change|point|replace)\s+(?:the\s+)?(?:primary\s+|secondary\s+|router'?s?\s+)?dns\b" + _S +
-            r"{0,30}\bto\s+(?!(?:10|127)\.)(?!192\.168\.)(?!172\.(?:1[6-9]|2\d|3[01])\.)\d{1,3}(?:\.\d{1,3}){3}\b",
-            r"\bprimary dns\s+(?:to|=|:)\s*(?!(?:10|127)\.)(?!192\.168\.)(?!172\.(?:1[6-9]|2\d|3[01])\.)"
-            r"\d{1,3}(?:\.\d{1,3}){3}\b",
+            r"{0,30}\bto\s+" + _PUBLIC_IPV4 + r"\b",
+            r"\bprimary dns\s+(?:to|=|:)\s*" + _PUBLIC_IPV4 + r"\b",
         ),
         words=_W({"github", "gitlab", "bitbucket", "google", "googleapis", "microsoft", "office", "live", "apple",
                   "icloud", "amazon", "amazonaws", "paypal", "npmjs", "pypi", "pythonhosted", "docker", "okta",
