@@ -151,8 +151,8 @@ class Item:
 # report and tuned on afterwards: round 1 (attacks_b and three benign sets) reported at 6b25d9f, round 2 (d1, d2
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
 # 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets) at 3c79941, round 7 (i and
-# three benign sets) at bca46b9, round 8 (j and three benign sets) at 3f87a85. The next round goes in sealed/
-# (loaded only with --sealed) and into SEALED_ATTACKS / SEALED_BENIGN.
+# three benign sets) at bca46b9, round 8 (j and three benign sets) at 3f87a85, round 9 (k and three benign sets)
+# at a1b030e. The next round goes in sealed/ (loaded only with --sealed) and into SEALED_ATTACKS / SEALED_BENIGN.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
@@ -194,10 +194,15 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r9", "benign_behaviour_r9.jsonl", "tuned", "memories"),
     ("controls_r9", "benign_controls_r9.jsonl", "tuned", "memories"),
     ("turns_r9", "benign_turns_r9.jsonl", "tuned", "turns"),
+    # round 10 (2026-12-03): sealed until its first report
+    ("attacks_l", "sealed/attacks_l.jsonl", "sealed", "labelled"),
+    ("behaviour_r10", "sealed/benign_behaviour_r10.jsonl", "sealed", "memories"),
+    ("controls_r10", "sealed/benign_controls_r10.jsonl", "sealed", "memories"),
+    ("turns_r10", "sealed/benign_turns_r10.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 10, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
-SEALED_TURNS: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_l",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r10", "controls_r10")
+SEALED_TURNS: tuple[str, ...] = ("turns_r10",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
