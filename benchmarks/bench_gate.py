@@ -214,18 +214,24 @@ def _kind(value: Any, default: str = "fact") -> str:
     return value if value in ("fact", "preference", "task_state", "episode", "procedure", "reminder") else default
 
 
+def known_set_names() -> set[str]:
+    """Every name ``--only`` accepts: the sets, their groups, and the split names ``sealed`` and ``tuned``."""
+    return {"corpus", "locomo", "locomo.observations", "locomo.turns", "promptshield", "sealed", "tuned",
+            *(name for name, _f, _s, _shape in EVAL_SETS)}
+
+
 def load_items(only: set[str] | None, *, sealed: bool = False) -> tuple[list[Item], list[tuple[str, str]]]:
     items: list[Item] = []
     sources: list[tuple[str, str]] = []
 
-    def want(name: str) -> bool:
-        return only is None or any(name == o or name.startswith(o + ".") for o in only)
+    def want(name: str, split: str = "") -> bool:
+        return only is None or any(name == o or name.startswith(o + ".") or (split and o == split) for o in only)
 
     def note(name: str, path: Path) -> None:
         sources.append((name, f"{_shown(path)} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()[:12]})"))
 
     corpus = REPO / "tests" / "gate_corpus"
-    if want("corpus"):
+    if want("corpus", "tuned"):
         for row in _jsonl(corpus / "attacks.jsonl"):
             items.append(Item(row["text"], "corpus", "tuned", "attack", "fact", "model", row["family"],
                               row.get("lang", "en")))
@@ -238,7 +244,7 @@ def load_items(only: set[str] | None, *, sealed: bool = False) -> tuple[list[Ite
         path = evals / fname
         if split == "sealed" and not sealed:
             continue
-        if not (want(name) and path.is_file()):
+        if not (want(name, split) and path.is_file()):
             continue
         for row in _jsonl(path):
             lang = row.get("lang", "en")
@@ -690,13 +696,25 @@ def git_state() -> str:
     return head + (" + uncommitted changes in src" if dirty else "")
 
 
+def semantic_state() -> str:
+    """Whether this run had the opt-in semantic layer on (``MEMWARDEN_GATE_SEMANTIC``), and which model."""
+    from memwarden.gate import semantic
+    from memwarden.policy import Policy
+
+    if not Policy().semantic_gate:
+        return f"off ({semantic.ENV} unset)"
+    model = semantic.load()
+    return f"on, model {model.version} ({model.embedder}), threshold {model.threshold:.3f}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--passes", type=int, default=3, help="timed passes per side (default 3)")
     ap.add_argument("--out", type=Path, help="also write the report to this file")
     ap.add_argument("--misses", type=int, default=30, help="benign candidates not accepted to list (default 30)")
     ap.add_argument("--only", nargs="+", metavar="SET", help="only these sets (corpus, attacks_a, "
-                    "sealed, attacks_g, locomo, locomo.turns, promptshield, …)")
+                    "attacks_g, locomo, locomo.turns, promptshield, …) or a whole split (tuned; sealed, "
+                    "with --sealed)")
     ap.add_argument("--sealed", action="store_true", help="also load the sealed sets (tests/gate_eval/sealed/): "
                     "only for the report, never while tuning")
     ap.add_argument("--no-amg", action="store_true", help="skip agent-memory-guard")
@@ -710,6 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("agent-memory-guard is not installed (.venv/bin/pip install -e '.[dev,bench]'); running without it",
               file=sys.stderr)
     t0 = time.perf_counter()
+    if args.only:
+        unknown = sorted(set(args.only) - known_set_names())
+        if unknown:
+            ap.error(f"unknown set(s): {', '.join(unknown)}; known: {', '.join(sorted(known_set_names()))}")
+        if "sealed" in args.only and not args.sealed:
+            ap.error("--only sealed needs --sealed (the sealed sets are loaded only for the report)")
     items, sources = load_items(set(args.only) if args.only else None, sealed=args.sealed)
     if not items:
         ap.error("no input found for the sets asked for")
@@ -732,6 +756,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                ("packages", ", ".join(f"{k} {v}" for k, v in versions.items())),
                ("memwarden source", git_state()),
                ("learned layer", f"{model.version}, threshold {model.threshold:.3f}" if model else "not installed"),
+        ("semantic layer", semantic_state()),
                *sources,
                ("run", f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, passes={args.passes}")]
     text = report(run, args.misses)
