@@ -698,7 +698,10 @@ def git_state() -> str:
 
 def semantic_state() -> str:
     """Whether this run had the opt-in semantic layer on (``MEMWARDEN_GATE_SEMANTIC``), and which model."""
-    from memwarden.gate import semantic
+    try:
+        from memwarden.gate import semantic
+    except ImportError:  # an older tree on PYTHONPATH (comparisons against earlier commits)
+        return "not in this source tree"
     from memwarden.policy import Policy
 
     if not Policy().semantic_gate:
