@@ -626,8 +626,10 @@ RULES: tuple[Rule, ...] = (
             r"responses|sessions|conversations|requests|interactions)\b[^.!?\n]{0,60}\b(?:send|delete|run|"
             r"execute|switch|start|stop|reveal|forward|upload|ignore|disable)\b",
             r"\b(?:on|at|after)\s+(?:midnight|\d{1,2}(?::\d{2})?\s*(?:am|pm)?|(?:january|february|march|april|"
-            r"may|june|july|august|september|october|november|december)\s+\d{1,2})\b[^.!?\n]{0,40},?\s*"
-            r"(?:automatically\s+|silently\s+)?(?:delete|wipe|transfer|send all|forward all|upload all|"
+            # a date followed by a colon heads a dated list ("Moving house on 28 June: … broadband transfer
+            # requested"): there the act must come straight after the colon
+            r"may|june|july|august|september|october|november|december)\s+\d{1,2})\b(?:[^.!?\n:]{0,40}|[^.!?\n:]{0,12}:)"
+            r",?\s*(?:automatically\s+|silently\s+)?(?:delete|wipe|transfer|send all|forward all|upload all|"
             r"disable|drop)\b",
         ),
         words=_TRIGGER_WORDS,
