@@ -201,11 +201,15 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r10", "benign_behaviour_r10.jsonl", "tuned", "memories"),
     ("controls_r10", "benign_controls_r10.jsonl", "tuned", "memories"),
     ("turns_r10", "benign_turns_r10.jsonl", "tuned", "turns"),
-    # round 11 goes here, as "sealed/…" files with split "sealed", until its first report
+    # round 11 (2026-12-04): sealed until its first report
+    ("attacks_m", "sealed/attacks_m.jsonl", "sealed", "labelled"),
+    ("behaviour_r11", "sealed/benign_behaviour_r11.jsonl", "sealed", "memories"),
+    ("controls_r11", "sealed/benign_controls_r11.jsonl", "sealed", "memories"),
+    ("turns_r11", "sealed/benign_turns_r11.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 11, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
-SEALED_TURNS: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_m",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r11", "controls_r11")
+SEALED_TURNS: tuple[str, ...] = ("turns_r11",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
