@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     benign_train = train & (y == 0) & ~ruled
     threshold = float(np.quantile(scores[benign_train], 1 - args.max_fp))
     print(f"{int(fit_on.sum())} training texts ({int(y[fit_on].sum())} attacks), threshold {threshold:.3f}")
+    held_ = scores > threshold
     for name, mask in (("training", train), *((h, np.array([s == h for s, _, _, _ in data])) for h in sorted(held))):
         att, ben = mask & (y == 1), mask & (y == 0)
-        held_ = scores > threshold
         print(f"  {name}: attacks held by the layer {int(held_[att].sum())}/{int(att.sum())}, with the rules "
               f"{int((held_ | ruled)[att].sum())}; benign held by the layer {int(held_[ben].sum())}/{int(ben.sum())},"
               f" with the rules {int((held_ | ruled)[ben].sum())}")
