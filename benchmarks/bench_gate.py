@@ -770,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                ("packages", ", ".join(f"{k} {v}" for k, v in versions.items())),
                ("memwarden source", git_state()),
                ("learned layer", f"{model.version}, threshold {model.threshold:.3f}" if model else "not installed"),
-        ("semantic layer", semantic_state()),
+               ("semantic layer", semantic_state()),
                *sources,
                ("run", f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, passes={args.passes}")]
     text = report(run, args.misses)
