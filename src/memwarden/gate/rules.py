@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.03-4"
+RULES_VERSION = "2026.12.05-1"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"
@@ -494,7 +494,7 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:silently|secretly|quietly|covertly|discreetly|invisibly|stealthily)\s+(?:\w+\s+)?(?:do|send|"
             r"forward|delete|remove|run|execute|approve|transfer|upload|copy|log|record|install|change|modify|"
             r"add|grant|disable|exfiltrate|share|post|email|call|bcc)\b",
-            r"\b(?:if (?:the user|anyone|someone) asks|when asked)\b[^.!?\n]{0,40}\b(?:deny|lie|pretend|say "
+            r"\b(?:if (?:the user|anyone|someone) asks|(?:when|if) asked)\b[^.!?\n]{0,40}\b(?:deny|lie|pretend|say "
             r"(?:you|there|nothing|no)|claim (?:you|there)|don't admit|do not admit)",
             r"\bthis (?:instruction|memory|note|rule|message) (?:is|must remain|should remain|must stay|stays)\s+"
             r"(?:secret|hidden|confidential|invisible)\b",
@@ -502,8 +502,9 @@ RULES: tuple[Rule, ...] = (
             r"(?:not|never)\s+(?:find out|know|learn|see|notice|be told|be informed|discover|realize|realise|hear)",
             r"\b(?:never|don't|do not|mustn't|must not)\s+(?:acknowledge|surface|flag|log|record|report|list|"
             r"show|display|disclose|mention|admit)\s+(?:this|these|it|them|that)\b",
-            r"\bif (?:asked|anyone asks|someone asks|the user asks|they ask|questioned)\b[^.!?\n]{0,60}\b(?:say|"
-            r"deny|pretend|claim|make up|tell (?:them|him|her)|answer that|respond that|insist)\b",
+            r"\bif (?:the user|the customer|the client|the owner) asks\b[^.!?\n]{0,60}\b(?:say|deny|pretend|claim|"
+            r"make up|tell (?:them|him|her)|answer that|respond that|insist)\b|\bif (?:asked|anyone asks|someone asks|"
+            r"they ask|questioned)\b[^.!?\n]{0,60}\b(?:deny|pretend|claim|make up|insist)\b",
             r"\b(?:make up|invent|fabricate|come up with|erfinde)\s+(?:a|an|some|eine?)?\s*(?:plausible\s+|"
             r"believable\s+|technical\s+|fake\s+|cover\s+|technische\s+)?(?:reason|excuse|explanation|story|"
             r"justification|cover story|ausrede)",
@@ -521,6 +522,10 @@ RULES: tuple[Rule, ...] = (
             r"errors?|error messages|telemetry|calls|recipients?|transfers?|audit|logs?|alerts?|changes)\b",
             r"\b(?:silently|quietly|secretly) (?:apply|follow|use|obey|enforce)\b",
             r"\bskip (?:this|it) (?:one|memory|entry|note)?\s*(?:when|so|if)\b|\bnever acknowledge\b",
+            # a cover answer for whoever asks ("if they ask, say the forecast comes after the meeting"): who is
+            # kept in the dark is not said, and it is as often colleagues or the kids as the user
+            r"\bif (?:asked|anyone asks|someone asks|they ask|questioned)\b[^.!?\n]{0,60}\b(?:say|"
+            r"tell (?:them|him|her)|answer that|respond that)\b",
         ),
         words=_w("tell", "telling", "inform", "informing", "mention", "mentioning", "reveal", "revealing", "disclose",
                  "disclosing", "show", "showing", "let", "letting", "notify", "notifying", "alert", "alerting",
@@ -1013,11 +1018,12 @@ RULES = (
         ((0, 1, 2, 3, 10, 11, 12, 13), EXFIL, ACTS, True, None),
         ((4, 5, 6, 7, 8, 9, 14, 15, 16, 17, 18, 19), EXFIL_I, DIRECTS, True, None),
     )),
-    # concealment that names no one ("don't mention it in anything the kids might read") is ambiguous; hiding
-    # from the user, hiding instructions or memories, and covert actions are not
+    # concealment that names no one ("don't mention it in anything the kids might read") and a cover answer for
+    # an unnamed asker (the last pattern) are ambiguous; hiding from the user, hiding instructions or memories,
+    # and covert actions are not
     *_recut(_H, (
-        ((8,), "conceal", DIRECTS, False, None),
-        (tuple(i for i in range(len(_H.patterns)) if i != 8), "conceal", DIRECTS, True, None),
+        ((8, len(_H.patterns) - 1), "conceal", DIRECTS, False, None),
+        (tuple(i for i in range(len(_H.patterns) - 1) if i != 8), "conceal", DIRECTS, True, None),
     )),
     # "User:" / "Human:" / "Assistant:" lines are how people paste a dialogue as often as how they fake one:
     # ambiguous (held on the strict tiers, kept in an episode); template tokens and fake system turns are not
@@ -1561,8 +1567,13 @@ RULES = (
         "it addresses an AI reader directly (inside a page, a message or hidden markup); text for the assistant "
         "to obey is not a memory",
         patterns=(
-            r"<\s*/?\s*[\w-]{0,20}(?:ai|llm|gpt|assistant|agent|model|bot|prompt|instruction|directive)[\w-]{0,20}"
-            r"(?:\s[^<>]{0,100})?>",
+            # a tag named for an AI reader; the short names only as a whole part of the name (<x-ai-directive>, not
+            # <details> or <container>), and a bare <model> only as a closing tag or with attributes: as a
+            # placeholder ("dbt run --select <model>") it is how commands are written
+            r"<\s*/?\s*(?:[\w-]{0,20}[_-])?(?:ai|llm|gpt|bot)(?:[_-][\w-]{0,20})?(?:\s[^<>]{0,100})?>",
+            r"<\s*/?\s*[\w-]{0,20}(?:assistant|agent|prompt|instruction|directive)[\w-]{0,20}(?:\s[^<>]{0,100})?>",
+            r"<\s*/?\s*(?:[\w-]{1,20}model|model[\w-]{1,20}|[\w-]{1,20}model[\w-]{1,20})(?:\s[^<>]{0,100})?>|"
+            r"<\s*model\s[^<>]{1,100}>|</\s*model\s*>",
             r"\b(?:llms?|ais?|ai assistants?|assistants?|agents?|chatbots?|language models?|bots?|gpt|claude|chatgpt|"
             r"copilot)\s*(?:reading this|that read this)?\s*[,:]\s*(?:please\s+|remember\s*:?\s*|note\s*:?\s*|"
             r"important\s*:?\s*)?(?:tell|say|send|collect|ignore|always|never|include|recommend|reply|respond|answer|"

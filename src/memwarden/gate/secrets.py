@@ -237,11 +237,19 @@ def _jwt_part(segment: str) -> bool:
 
 
 def _jwt_ok(text: str, m: re.Match[str]) -> bool:
-    header, payload, _sig = m.group().split(".", 2)
+    header, payload, sig = m.group().split(".", 2)
     raw = _b64decode(header)
     if raw is None or not _jwt_part(header) or not _jwt_part(payload):
         return False
-    return any(k in raw for k in (b'"alg"', b'"typ"', b'"kid"', b'"enc"'))
+    if not any(k in raw for k in (b'"alg"', b'"typ"', b'"kid"', b'"enc"')):
+        return False
+    # a signed token's signature is at least 16 bytes (HS256: 32, RS256: 256); one that is not there or spells a
+    # word ("….signature", "….sig") is a placeholder in docs or tests, not a credential. An unsigned token
+    # (alg "none", empty signature) is kept as a secret: a broken verifier accepts it.
+    if not sig or b'"none"' in raw.replace(b" ", b"").lower():
+        return True
+    body = _b64decode(sig)
+    return body is not None and len(body) >= 16 and not sig.isalpha()
 
 
 def _rb(cls: str = _TOKCH) -> str:
