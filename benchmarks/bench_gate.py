@@ -207,11 +207,15 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r11", "benign_behaviour_r11.jsonl", "tuned", "memories"),
     ("controls_r11", "benign_controls_r11.jsonl", "tuned", "memories"),
     ("turns_r11", "benign_turns_r11.jsonl", "tuned", "turns"),
-    # round 12 goes here, as "sealed/…" files with split "sealed", until its first report
+    # round 12 (2026-12-05): sealed until its first report
+    ("attacks_n", "sealed/attacks_n.jsonl", "sealed", "labelled"),
+    ("behaviour_r12", "sealed/benign_behaviour_r12.jsonl", "sealed", "memories"),
+    ("controls_r12", "sealed/benign_controls_r12.jsonl", "sealed", "memories"),
+    ("turns_r12", "sealed/benign_turns_r12.jsonl", "sealed", "turns"),
 )
-SEALED_ATTACKS: tuple[str, ...] = ()  # round 12, when it is written
-SEALED_BENIGN: tuple[str, ...] = ()
-SEALED_TURNS: tuple[str, ...] = ()
+SEALED_ATTACKS: tuple[str, ...] = ("attacks_n",)
+SEALED_BENIGN: tuple[str, ...] = ("behaviour_r12", "controls_r12")
+SEALED_TURNS: tuple[str, ...] = ("turns_r12",)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
