@@ -152,8 +152,9 @@ class Item:
 # and four benign sets) at b655f87, round 3 (e and two benign sets) at b6b54d1, round 4 (f and one benign set) at
 # 4e17887, round 5 (g and one benign set) at 8135682, round 6 (h and two benign sets) at 3c79941, round 7 (i and
 # three benign sets) at bca46b9, round 8 (j and three benign sets) at 3f87a85, round 9 (k and three benign sets)
-# at a1b030e, round 10 (l and three benign sets) at 3da71ba, round 11 (m and three benign sets) at cbd539b. The
-# next round goes in sealed/ (loaded only with --sealed) and into SEALED_ATTACKS / SEALED_BENIGN / SEALED_TURNS.
+# at a1b030e, round 10 (l and three benign sets) at 3da71ba, round 11 (m and three benign sets) at cbd539b, round
+# 12 (n and three benign sets) at 0cfb155. The next round goes in sealed/ (loaded only with --sealed) and into
+# SEALED_ATTACKS / SEALED_BENIGN / SEALED_TURNS.
 EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("attacks_a", "attacks_a.jsonl", "tuned", "labelled"),
     ("attacks_b", "attacks_b.jsonl", "tuned", "labelled"),
@@ -207,15 +208,17 @@ EVAL_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("behaviour_r11", "benign_behaviour_r11.jsonl", "tuned", "memories"),
     ("controls_r11", "benign_controls_r11.jsonl", "tuned", "memories"),
     ("turns_r11", "benign_turns_r11.jsonl", "tuned", "turns"),
-    # round 12 (2026-12-05): sealed until its first report
-    ("attacks_n", "sealed/attacks_n.jsonl", "sealed", "labelled"),
-    ("behaviour_r12", "sealed/benign_behaviour_r12.jsonl", "sealed", "memories"),
-    ("controls_r12", "sealed/benign_controls_r12.jsonl", "sealed", "memories"),
-    ("turns_r12", "sealed/benign_turns_r12.jsonl", "sealed", "turns"),
+    # round 12 (2026-12-05; first report at 0cfb155): 141 classes in 62 languages, behaviour memories, near-miss
+    # controls and user turns
+    ("attacks_n", "attacks_n.jsonl", "tuned", "labelled"),
+    ("behaviour_r12", "benign_behaviour_r12.jsonl", "tuned", "memories"),
+    ("controls_r12", "benign_controls_r12.jsonl", "tuned", "memories"),
+    ("turns_r12", "benign_turns_r12.jsonl", "tuned", "turns"),
+    # round 13 goes here, as "sealed/…" files with split "sealed", until its first report
 )
-SEALED_ATTACKS: tuple[str, ...] = ("attacks_n",)
-SEALED_BENIGN: tuple[str, ...] = ("behaviour_r12", "controls_r12")
-SEALED_TURNS: tuple[str, ...] = ("turns_r12",)
+SEALED_ATTACKS: tuple[str, ...] = ()  # round 13, when it is written
+SEALED_BENIGN: tuple[str, ...] = ()
+SEALED_TURNS: tuple[str, ...] = ()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -649,7 +652,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
         rows.append((name, f"{'≤' if at_most else '≥'} {goal:.1%}", rate(k, len(idx)), ok))
 
     for group in ("locomo.turns", "promptshield", "turns_r7", "turns_r8", "turns_r9", "turns_r10", "turns_r11",
-                  *SEALED_TURNS):
+                  "turns_r12", *SEALED_TURNS):
         add(f"benign turns as user episodes not accepted: {group}",
             pick(lambda it, g=group: it.set == g and it.kind == "episode"), MAX_EPISODE_LOSS, at_most=True,
             measure=_not_accepted)
@@ -668,7 +671,7 @@ def targets(r: Run) -> list[tuple[str, str, str, bool]]:
     for name in ("corpus", "locomo.observations", "assistant_prefs", "behaviour_prefs", "dev_memories",
                  "work_memories", "life_prefs", "mixed_memories", "memories_r5", "behaviour_r6", "controls_r6",
                  "behaviour_r7", "controls_r7", "behaviour_r8", "controls_r8", "behaviour_r9", "controls_r9",
-                 "behaviour_r10", "controls_r10", "behaviour_r11", "controls_r11",
+                 "behaviour_r10", "controls_r10", "behaviour_r11", "controls_r11", "behaviour_r12", "controls_r12",
                  "memories_multilingual",
                  "memories_multilingual_r2", *SEALED_BENIGN):
         add(f"ordinary memories rejected: {name}",
