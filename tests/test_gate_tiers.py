@@ -314,3 +314,26 @@ def test_g6_a_cover_answer_for_an_unnamed_asker_is_held_not_rejected(text: str) 
 ])
 def test_g3_a_cover_story_told_to_the_user_is_still_rejected(text: str) -> None:
     assert memwarden.scan(text, kind="preference").verdict == REJECT
+
+
+@pytest.mark.parametrize("text", [
+    "Questo errore compare solo in produzione:\n\nFatal error: Uncaught PDOException: SQLSTATE[HY000] [1045] Access "
+    "denied for user 'shop'@'localhost' (using password: YES) in /var/www/html/db.php:12",
+    "J'ai cette erreur :\n\nFATAL:  password authentication failed for user \"app\"\n\nPourtant le mot de passe est "
+    "bon dans le .env.",
+])
+def test_g8_a_pasted_database_error_is_kept_as_a_turn(text: str) -> None:
+    """"using password: YES", "password authentication failed" and "le mot de passe est bon" name no password
+    (round 12's user turns)."""
+    v = memwarden.scan(text, source="user", kind="episode")
+    assert not any(h.rule.startswith("secret.") for h in v.hits), v.hits
+
+
+@pytest.mark.parametrize("text", [
+    "The staging DB password is yes-please-42",
+    "le mot de passe est Bonjour2024!",
+    "Access denied for user 'shop'@'localhost'; the password: Sh0p-2024-db",
+])
+def test_g3_a_password_next_to_those_words_is_still_a_secret(text: str) -> None:
+    v = memwarden.scan(text, source="user", kind="episode")
+    assert any(h.rule == "secret.password_prose" for h in v.hits), v.hits

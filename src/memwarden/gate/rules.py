@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RULES_VERSION = "2026.12.05-1"
+RULES_VERSION = "2026.12.05-2"
 
 # Bounded "same sentence" gaps. Never use .* in a rule.
 G20 = r"[^.!?\n]{0,20}"

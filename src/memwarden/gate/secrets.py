@@ -715,11 +715,13 @@ unique random same-as one two three four five six seven eight nine ten eleven tw
 stored saved kept written given forgotten chosen taken broken known shown
 available unavailable visible invisible reusable unchangeable changeable memorable
 manager policy reset hint field prompt protected
+yes authentication
 generate generated rotate rotated rotating change changed update updated renew renewed revoke revoked expire expired
 expires set use used
 1password bitwarden lastpass keepass keepassxc dashlane keeper proton vault
 la el mi su muy igual segura seguro fuerte débil larga corta nueva nuevo vieja obligatoria incorrecta correcta
-le mon ma fort forte faible sécurisé obligatoire trop très court courte nouveau nouvelle oublié
+le mon ma fort forte faible sécurisé obligatoire trop très court courte nouveau nouvelle oublié bon bonne
+mauvais mauvaise
 das der die mein meine sehr zu nicht sicher stark schwach falsch richtig lang kurz neu geheim abgelaufen geändert
 minha meu muito fraca antiga errada correta
 il mia mio sicura debole vecchia sbagliata corretta
